@@ -1,0 +1,210 @@
+# tensormap — build, test, bench, install.
+#
+#   make            library (static + shared), the tool, the examples       -> build/
+#   make demo       build, write the demo model, run `tensormap info` on it
+#   make test       install missing Debian dependencies (as root), build, run the test suite
+#   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer -> build-san/
+#   make bench      benchmarks (bench/open, bench/dequant)
+#   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
+#   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc, tool, man page)
+#
+# V=1 prints every command.
+
+PREFIX     ?= /usr/local
+prefix     ?= $(PREFIX)
+exec_prefix ?= $(prefix)
+bindir     ?= $(exec_prefix)/bin
+libdir     ?= $(exec_prefix)/lib
+includedir ?= $(prefix)/include
+mandir     ?= $(prefix)/share/man
+man1dir    ?= $(mandir)/man1
+pkgconfigdir ?= $(libdir)/pkgconfig
+
+VERSION := $(shell sed -n 's/^\#define TM_VERSION_STRING "\(.*\)"/\1/p' include/tensormap.h)
+SOMAJOR := $(shell sed -n 's/^\#define TM_VERSION_MAJOR \([0-9]*\)/\1/p' include/tensormap.h)
+
+CC      ?= cc
+ARCH    := $(shell $(CC) -dumpmachine | cut -d- -f1)
+
+ifeq ($(SAN),1)
+B        := build-san
+OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+            -fsanitize=alignment
+SANLD    := -fsanitize=address,undefined
+else
+B        := build
+OPT      := -O2 -g
+SANLD    :=
+endif
+
+WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wcast-qual -Wstrict-prototypes \
+        -Wmissing-prototypes -Wundef -Wvla -Wformat=2 -Wimplicit-fallthrough -Wconversion \
+        -Werror
+# -Wswitch-enum is left out: switches over file-supplied type ids have a default on purpose.
+
+BASE_CFLAGS := $(WARN) $(OPT) -D_GNU_SOURCE -Iinclude -pthread
+LIB_CFLAGS  := $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden -DTM_BUILDING_LIBRARY \
+               -ffp-contract=off
+ALL_CFLAGS  = $(BASE_CFLAGS) $(CFLAGS)
+LIBS        := -ljansson -llz4 -lpthread -lm
+
+Q := $(if $(V),,@)
+
+# ---- sources -------------------------------------------------------------------------------
+
+LIB_SRCS := $(wildcard src/*.c)
+ifeq ($(ARCH),x86_64)
+LIB_SRCS += src/x86/cpu.c src/x86/dequant_avx2.c src/x86/dequant_avx512.c
+endif
+ifeq ($(ARCH),aarch64)
+LIB_SRCS += $(wildcard src/arm/*.c)
+endif
+LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
+
+# Each ISA file gets its own -m flags; nothing else does.
+$(B)/obj/src/x86/dequant_avx2.o:   ISA_FLAGS := -mavx2 -mfma -mf16c -mbmi2
+$(B)/obj/src/x86/dequant_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi \
+                                                -mavx512dq -mavx2 -mf16c -mbmi2
+
+TOOL_SRCS := tools/tensormap.c tools/cli.c $(wildcard tools/cmd_*.c)
+TOOL_OBJS := $(TOOL_SRCS:%.c=$(B)/obj/%.o)
+EXAMPLES  := $(B)/matvec $(B)/mkdemo
+TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c
+TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCHES   := $(BENCH_SRCS:bench/%.c=$(B)/bench/%)
+
+STATIC := $(B)/libtensormap.a
+SONAME := libtensormap.so.$(SOMAJOR)
+SHARED := $(B)/libtensormap.so.$(VERSION)
+
+.PHONY: all lib demo test check test-golden bench fuzz install uninstall test-install clean deps \
+        check-exports check-san
+all: lib $(B)/tensormap $(EXAMPLES) $(B)/demo.gguf
+
+lib: $(STATIC) $(SHARED)
+
+# ---- dependencies: Debian packages, installed by apt-get when missing and we are root --------
+
+DEPS_STAMP := $(B)/.deps
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP):
+	$(Q)mkdir -p $(B)
+	$(Q)./scripts/deps.sh
+	$(Q)touch $@
+
+# ---- compile ---------------------------------------------------------------------------------
+
+$(B)/obj/src/%.o: src/%.c src/internal.h include/tensormap.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) $(LIB_CFLAGS) $(ISA_FLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/obj/tools/%.o: tools/%.c $(wildcard tools/*.h) include/tensormap.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(B)/obj/tests/%.o: tests/%.c $(wildcard tests/*.h) include/tensormap.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Isrc -c $< -o $@
+
+$(STATIC): $(LIB_OBJS)
+	$(if $(V),,@echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJS)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) $(SANLD) -o $@ $^ $(LDFLAGS) $(LIBS)
+	$(Q)ln -sf libtensormap.so.$(VERSION) $(B)/$(SONAME)
+	$(Q)ln -sf $(SONAME) $(B)/libtensormap.so
+
+$(B)/tensormap: $(TOOL_OBJS) $(STATIC)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) $(SANLD) -o $@ $(TOOL_OBJS) $(STATIC) $(LDFLAGS) $(LIBS)
+
+$(B)/%: $(B)/obj/tools/%.o $(STATIC)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) $(SANLD) -o $@ $< $(STATIC) $(LDFLAGS) $(LIBS)
+
+$(B)/bench/%: bench/%.c $(STATIC) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LIBS)
+
+$(B)/test_tensormap: $(TEST_OBJS) $(STATIC)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(STATIC) $(LDFLAGS) -lcriterion $(LIBS)
+
+# The demo model the README's first command runs on: written by the project's own writer.
+$(B)/demo.gguf: $(B)/mkdemo
+	$(Q)$(B)/mkdemo $@
+
+demo: all
+	$(B)/tensormap info $(B)/demo.gguf
+
+# ---- test ------------------------------------------------------------------------------------
+
+# The tests find the tool, the demo model and the shared corpus through these.
+export TM_TOOL   = $(abspath $(B)/tensormap)
+export TM_MATVEC = $(abspath $(B)/matvec)
+export TM_CORPUS = $(abspath ../shared/corpus)
+
+test: all $(B)/test_tensormap check-exports
+	$(B)/test_tensormap $(TEST_ARGS)
+
+check-san:
+	$(MAKE) SAN=1 test
+
+# The README's test command and CI's: the suite, then the suite again under the sanitizers.
+check:
+	$(MAKE) test
+	$(MAKE) SAN=1 test
+
+check-exports: $(SHARED)
+	$(Q)if nm -D --defined-only $(SHARED) | awk '$$2 ~ /^[TDBR]$$/ {print $$3}' | grep -v '^tm_' \
+	    | grep -v '^_' ; then echo "exported symbols without the tm_ prefix" >&2; exit 1; fi
+
+# ---- bench -----------------------------------------------------------------------------------
+
+bench: all $(BENCHES)
+	$(B)/bench/open
+	$(B)/bench/dequant
+
+# ---- fuzz ------------------------------------------------------------------------------------
+
+FUZZ_SECONDS ?= 60
+fuzz:
+	$(Q)$(MAKE) -f fuzz/fuzz.mk FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+# ---- install ---------------------------------------------------------------------------------
+
+install: all
+	install -d $(DESTDIR)$(includedir) $(DESTDIR)$(libdir) $(DESTDIR)$(pkgconfigdir) \
+	           $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir)
+	install -m 644 include/tensormap.h $(DESTDIR)$(includedir)/
+	install -m 644 $(STATIC) $(DESTDIR)$(libdir)/
+	install -m 755 $(SHARED) $(DESTDIR)$(libdir)/
+	ln -sf libtensormap.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libtensormap.so
+	sed -e 's|@prefix@|$(prefix)|' -e 's|@libdir@|$(libdir)|' -e 's|@includedir@|$(includedir)|' \
+	    -e 's|@VERSION@|$(VERSION)|' tensormap.pc.in > $(DESTDIR)$(pkgconfigdir)/tensormap.pc
+	install -m 755 $(B)/tensormap $(DESTDIR)$(bindir)/
+	install -m 644 doc/tensormap.1 $(DESTDIR)$(man1dir)/
+
+uninstall:
+	rm -f $(DESTDIR)$(includedir)/tensormap.h $(DESTDIR)$(libdir)/libtensormap.a \
+	      $(DESTDIR)$(libdir)/libtensormap.so* $(DESTDIR)$(pkgconfigdir)/tensormap.pc \
+	      $(DESTDIR)$(bindir)/tensormap $(DESTDIR)$(man1dir)/tensormap.1
+
+# Build a program against an installed copy through pkg-config.
+test-install:
+	rm -rf $(B)/stage && $(MAKE) install DESTDIR=$(abspath $(B)/stage) PREFIX=/usr
+	PKG_CONFIG_SYSROOT_DIR=$(abspath $(B)/stage) \
+	PKG_CONFIG_PATH=$(abspath $(B)/stage)/usr/lib/pkgconfig \
+	  sh -c '$(CC) -o $(B)/stage/hello tools/matvec.c $$(pkg-config --cflags --libs --static tensormap)'
+	$(B)/stage/hello --help >/dev/null
+
+clean:
+	rm -rf build build-san build-fuzz

@@ -1,0 +1,437 @@
+/*
+ * tensormap — read GGUF and safetensors model files in place.
+ *
+ * A GGUF file, all integers little-endian:
+ *
+ *   head        "GGUF"  u32 version (2 or 3)  u64 n_tensors  u64 n_kv         (24 bytes)
+ *   metadata    n_kv x { str key, u32 value_type, value }
+ *                 str   = u64 length, bytes (no NUL)
+ *                 array = u32 element_type, u64 count, count x element
+ *   tensor info n_tensors x { str name, u32 n_dims, n_dims x u64 ne, u32 type, u64 offset }
+ *   padding     zeros up to a multiple of general.alignment (u32, default 32)
+ *   data        tensor bytes; each offset is relative to the data start and aligned
+ *
+ * A safetensors file: u64 header length N, N bytes of JSON, then the data section.
+ *
+ * tm_open maps the file once (read-only) and walks the header in place into an index. Every
+ * pointer the library hands out (names, strings, tensor data, kv values) points into that
+ * mapping or into memory owned by the tm_file, and stays valid until tm_close. Nothing is
+ * copied: names are tm_str (pointer + length, not NUL-terminated).
+ *
+ * Thread safety: a tm_file is read-only after tm_open returns; any number of threads may call
+ * the getters and the dequant functions on one tm_file at once. tm_close must not race with them.
+ *
+ * Errors: every function that can fail returns a tm_status and, when err is not NULL, fills it
+ * with the code, the byte offset in the file where reading stopped making sense, and a message
+ * naming the entry (index, count, name) in words a person can act on. There is no global
+ * "last error". The library never prints, logs or aborts on file contents.
+ */
+#ifndef TENSORMAP_H
+#define TENSORMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TM_VERSION_MAJOR 0
+#define TM_VERSION_MINOR 1
+#define TM_VERSION_PATCH 0
+#define TM_VERSION_STRING "0.1.0"
+
+#if defined(TM_BUILDING_LIBRARY) && defined(__GNUC__)
+#define TM_API __attribute__((visibility("default")))
+#else
+#define TM_API
+#endif
+
+/* The library's version at run time, "MAJOR.MINOR.PATCH". */
+TM_API const char *tm_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------------------------- */
+
+/* X(NAME, value, short description). Values are pinned: they never change meaning. */
+#define TM_STATUS_LIST(X)                                                         \
+    X(OK, 0, "success")                                                           \
+    X(IO, 1, "the file could not be opened, read or mapped")                      \
+    X(NOMEM, 2, "out of memory")                                                  \
+    X(NOT_MODEL, 3, "not a GGUF or safetensors file")                             \
+    X(TRUNCATED, 4, "the file ends before a field it declares")                   \
+    X(BAD_VERSION, 5, "unsupported format version or byte order")                 \
+    X(BAD_VALUE, 6, "a field holds a value the format does not allow")            \
+    X(LIMIT, 7, "a field exceeds a limit of the format or of this library")       \
+    X(DUPLICATE, 8, "a key or tensor name appears twice")                         \
+    X(LAYOUT, 9, "tensor data is misaligned, overlapping or outside the file")    \
+    X(UNSUPPORTED, 10, "a type or feature this library does not handle")          \
+    X(NOT_FOUND, 11, "no such tensor, key or file")                               \
+    X(WRONG_TYPE, 12, "the value is not of the type asked for")                   \
+    X(INVALID_ARG, 13, "invalid argument")                                        \
+    X(ISA, 14, "the requested instruction set is unknown or not supported here")
+
+typedef enum tm_status {
+#define TM_STATUS_ENUM(name, value, text) TM_##name = value,
+    TM_STATUS_LIST(TM_STATUS_ENUM)
+#undef TM_STATUS_ENUM
+} tm_status;
+
+#define TM_ERROR_MESSAGE_MAX 512
+#define TM_NO_OFFSET UINT64_MAX
+
+typedef struct tm_error {
+    tm_status code;
+    uint64_t offset;                      /* byte offset in the file, or TM_NO_OFFSET */
+    char message[TM_ERROR_MESSAGE_MAX];   /* NUL-terminated, names the entry and the offset */
+} tm_error;
+
+/* A static description of a status code ("success", "out of memory", ...). Never NULL. */
+TM_API const char *tm_status_str(tm_status status);
+/* The status's name without the prefix ("OK", "NOMEM", ...). Never NULL. */
+TM_API const char *tm_status_name(tm_status status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Element types: ggml's ids, so that files and ggml agree on numbers. Ids >= 1024 are
+ * safetensors storage types that ggml has no id for.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum tm_type {
+    TM_TYPE_F32 = 0,
+    TM_TYPE_F16 = 1,
+    TM_TYPE_Q4_0 = 2,
+    TM_TYPE_Q4_1 = 3,
+    /* 4 and 5 were q4_2 and q4_3, removed from ggml */
+    TM_TYPE_Q5_0 = 6,
+    TM_TYPE_Q5_1 = 7,
+    TM_TYPE_Q8_0 = 8,
+    TM_TYPE_Q8_1 = 9,
+    TM_TYPE_Q2_K = 10,
+    TM_TYPE_Q3_K = 11,
+    TM_TYPE_Q4_K = 12,
+    TM_TYPE_Q5_K = 13,
+    TM_TYPE_Q6_K = 14,
+    TM_TYPE_Q8_K = 15,
+    TM_TYPE_IQ2_XXS = 16,
+    TM_TYPE_IQ2_XS = 17,
+    TM_TYPE_IQ3_XXS = 18,
+    TM_TYPE_IQ1_S = 19,
+    TM_TYPE_IQ4_NL = 20,
+    TM_TYPE_IQ3_S = 21,
+    TM_TYPE_IQ2_S = 22,
+    TM_TYPE_IQ4_XS = 23,
+    TM_TYPE_I8 = 24,
+    TM_TYPE_I16 = 25,
+    TM_TYPE_I32 = 26,
+    TM_TYPE_I64 = 27,
+    TM_TYPE_F64 = 28,
+    TM_TYPE_IQ1_M = 29,
+    TM_TYPE_BF16 = 30,
+    /* 31..33 were the q4_0_4_4 family, removed */
+    TM_TYPE_TQ1_0 = 34,
+    TM_TYPE_TQ2_0 = 35,
+    /* 36..38 were the iq4_nl_4_4 family, removed */
+    TM_TYPE_MXFP4 = 39,
+    TM_TYPE_NVFP4 = 40,
+    TM_TYPE_Q1_0 = 41,
+    TM_TYPE_Q2_0 = 42,
+
+    /* safetensors-only storage types */
+    TM_TYPE_U8 = 1024,
+    TM_TYPE_BOOL = 1025,
+    TM_TYPE_F8_E4M3 = 1026,
+    TM_TYPE_F8_E5M2 = 1027,
+    TM_TYPE_U16 = 1028,
+    TM_TYPE_U32 = 1029,
+    TM_TYPE_U64 = 1030,
+} tm_type;
+
+/* The type's name as ggml spells it ("q4_K", "f32") or safetensors does ("U8", "F8_E4M3");
+ * NULL for an id this library has never heard of. */
+TM_API const char *tm_type_name(tm_type type);
+/* Elements per block and bytes per block; 0 for an unknown id or one ggml removed. */
+TM_API uint32_t tm_type_block_elems(tm_type type);
+TM_API uint32_t tm_type_block_bytes(tm_type type);
+/* True when tm_dequant_* can decode the type to float32. */
+TM_API bool tm_type_can_dequant(tm_type type);
+
+/* ---------------------------------------------------------------------------------------------
+ * Opening a file
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tm_file tm_file;
+
+typedef struct tm_str {
+    const char *ptr; /* into the mapping (or tm_file-owned memory); NOT NUL-terminated */
+    uint64_t len;
+} tm_str;
+
+enum tm_open_flags {
+    TM_OPEN_DEFAULT = 0,
+    /* read the file with pread into memory instead of mapping it: for pipes, /dev/stdin, and
+     * filesystems that cannot map; the data is then immune to the file changing under us */
+    TM_OPEN_NO_MMAP = 1u << 0,
+    /* a safetensors shard: open every shard of its checkpoint (from the sibling
+     * model.safetensors.index.json) and present one index */
+    TM_OPEN_ALL_SHARDS = 1u << 1,
+};
+
+/* Limits that are not the format's own. */
+#define TM_MAX_NAME_LEN 65535u               /* key and tensor names */
+#define TM_MAX_STRING_LEN (64u << 20)        /* a string value */
+#define TM_MAX_DIMS 4u
+#define TM_DEFAULT_ALIGNMENT 32u
+#define TM_SAFETENSORS_MAX_HEADER (100u * 1000u * 1000u)
+
+/* Open a GGUF file, a safetensors file or a model.safetensors.index.json, recognised by their
+ * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). On success *out is a new
+ * tm_file that the caller releases with tm_close. On failure *out is NULL, err is filled, and
+ * nothing is leaked. */
+TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err);
+
+/* Walk a GGUF or safetensors image already in memory. The buffer is not copied: it must stay
+ * valid and unchanged until tm_close. (Used by the fuzzers and by tools that hold a buffer.) */
+TM_API tm_status tm_open_buffer(const void *buf, size_t len, unsigned flags, tm_file **out,
+                                tm_error *err);
+
+/* Release the mapping and the index. tm_close(NULL) does nothing. */
+TM_API void tm_close(tm_file *file);
+
+/* ---------------------------------------------------------------------------------------------
+ * The layout: computed once at the end of the walk. No caller computes an offset.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum tm_format { TM_FORMAT_GGUF = 1, TM_FORMAT_SAFETENSORS = 2 } tm_format;
+
+typedef struct tm_layout {
+    tm_format format;
+    uint32_t version;            /* GGUF version; 0 for safetensors */
+    uint64_t n_kv;               /* metadata entries (safetensors: __metadata__ entries) */
+    uint64_t n_tensors;
+    uint32_t alignment;          /* GGUF: general.alignment or 32; safetensors: 1 */
+    bool alignment_declared;     /* GGUF: general.alignment present */
+    uint64_t head_end;           /* GGUF: 24; safetensors: 8 */
+    uint64_t kv_end;             /* GGUF: end of the metadata; safetensors: 8 + header length */
+    uint64_t infos_end;          /* GGUF: end of the last tensor info; safetensors: = kv_end */
+    uint64_t padding;            /* data_start - infos_end */
+    uint64_t data_start;         /* tensor offsets count from here */
+    uint64_t data_size;          /* file_size - data_start */
+    uint64_t tensors_end;        /* max over tensors of offset + n_bytes, from data_start */
+    uint64_t file_size;
+    uint32_t n_shards;           /* files behind this index: 1 unless a sharded checkpoint */
+} tm_layout;
+
+TM_API const tm_layout *tm_file_layout(const tm_file *file);
+
+/* The first bytes of the file as mapped (or read): for tools that show the header as bytes.
+ * For a sharded checkpoint, shard 0. */
+TM_API const uint8_t *tm_file_bytes(const tm_file *file);
+
+/* Sharded checkpoints: the path of shard i (i < layout.n_shards), NUL-terminated. */
+TM_API const char *tm_shard_path(const tm_file *file, uint32_t shard);
+
+/* ---------------------------------------------------------------------------------------------
+ * Tensors
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tm_tensor {
+    tm_str name;
+    tm_type type;
+    uint32_t n_dims;        /* 1..4 for GGUF; 0..4 for safetensors (0 = a scalar) */
+    uint64_t ne[4];         /* ne[0] is the row length (fastest-varying), as GGUF stores it;
+                             * 1 past n_dims. For safetensors, ne[] is the file's shape REVERSED:
+                             * the PyTorch shape is ne[n_dims-1], ..., ne[0] (tm_tensor_shape). */
+    uint64_t n_elements;
+    uint64_t offset;        /* from the start of the data section, as in the file */
+    uint64_t n_bytes;       /* computed from ne and type, never from the next offset */
+    const void *data;       /* = mapping + data_start + offset: zero-copy */
+    uint64_t info_offset;   /* GGUF: file offset of this tensor's info record; safetensors: of
+                             * the header */
+    uint64_t info_bytes;    /* GGUF: bytes of the info record */
+    uint32_t shard;         /* which shard's mapping data points into (0 unless sharded) */
+} tm_tensor;
+
+TM_API uint64_t tm_n_tensors(const tm_file *file);
+/* The i-th tensor in file order (GGUF: info order; safetensors: data order), NULL if i is out
+ * of range. */
+TM_API const tm_tensor *tm_tensor_at(const tm_file *file, uint64_t i);
+/* Lookup by name in O(1) expected time; NULL when absent. */
+TM_API const tm_tensor *tm_tensor_find(const tm_file *file, const char *name);
+TM_API const tm_tensor *tm_tensor_findn(const tm_file *file, const char *name, size_t len);
+/* Rows of the tensor: n_elements / ne[0] (0 when n_elements is 0). */
+TM_API uint64_t tm_tensor_rows(const tm_tensor *t);
+/* The shape in the file's own order for safetensors (PyTorch: slowest first), which is ne[]
+ * reversed; writes n_dims values to shape and returns n_dims. */
+TM_API uint32_t tm_tensor_shape(const tm_tensor *t, uint64_t shape[4]);
+
+/* ---------------------------------------------------------------------------------------------
+ * Metadata
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum tm_vtype {
+    TM_V_U8 = 0,
+    TM_V_I8 = 1,
+    TM_V_U16 = 2,
+    TM_V_I16 = 3,
+    TM_V_U32 = 4,
+    TM_V_I32 = 5,
+    TM_V_F32 = 6,
+    TM_V_BOOL = 7,
+    TM_V_STRING = 8,
+    TM_V_ARRAY = 9,
+    TM_V_U64 = 10,
+    TM_V_I64 = 11,
+    TM_V_F64 = 12,
+} tm_vtype;
+
+/* "u8", "i8", ..., "str", "arr", ..., "f64" (ggml's names); NULL for an unknown id. */
+TM_API const char *tm_vtype_name(tm_vtype type);
+/* Bytes of one value of a fixed-size type; 0 for string, array and unknown ids. */
+TM_API uint32_t tm_vtype_size(tm_vtype type);
+
+typedef struct tm_kv {
+    tm_str key;
+    tm_vtype type;
+    tm_vtype elem_type;     /* TM_V_ARRAY only */
+    uint64_t count;         /* TM_V_ARRAY: number of elements; otherwise 1 */
+    const uint8_t *data;    /* the value's bytes, unaligned little-endian (read with memcpy or
+                             * the getters): a scalar's bytes; a string's bytes (after its
+                             * length); an array's first element (after element type and count) */
+    uint64_t data_bytes;    /* bytes at data: scalar size, string length, or all elements of an
+                             * array (string elements with their length prefixes) */
+    uint64_t offset;        /* GGUF: file offset of the entry (its key length field) */
+    uint64_t n_bytes;       /* GGUF: bytes of the whole entry */
+} tm_kv;
+
+/* A scalar value, widened. */
+typedef struct tm_value {
+    tm_vtype type;
+    union {
+        uint64_t u;  /* u8, u16, u32, u64 */
+        int64_t i;   /* i8, i16, i32, i64 */
+        double f;    /* f32 (exactly), f64 */
+        bool b;
+        tm_str s;
+    } as;
+} tm_value;
+
+TM_API uint64_t tm_n_kv(const tm_file *file);
+/* The i-th entry in file order, NULL if out of range. */
+TM_API const tm_kv *tm_kv_at(const tm_file *file, uint64_t i);
+/* Lookup by key (compared by length and bytes) in O(1) expected time; NULL when absent. */
+TM_API const tm_kv *tm_kv_find(const tm_file *file, const char *key);
+TM_API const tm_kv *tm_kv_findn(const tm_file *file, const char *key, size_t len);
+/* general.architecture as a string, or {NULL, 0} when absent or not a string. */
+TM_API tm_str tm_architecture(const tm_file *file);
+/* The entry "<general.architecture>.<suffix>", e.g. tm_arch_key(f, "block_count"); NULL when
+ * the architecture or the entry is absent. */
+TM_API const tm_kv *tm_arch_key(const tm_file *file, const char *suffix);
+
+/* A scalar or string entry as a tm_value. TM_WRONG_TYPE for an array. */
+TM_API tm_status tm_kv_value(const tm_kv *kv, tm_value *out);
+/* Element i of an array of a fixed-size type. TM_WRONG_TYPE for a string array or a scalar,
+ * TM_INVALID_ARG when i >= count. */
+TM_API tm_status tm_kv_elem(const tm_kv *kv, uint64_t i, tm_value *out);
+/* Convenience: an unsigned integer entry of any width (u8..u64, or a non-negative signed one),
+ * a float entry (f32 or f64), a string entry. TM_WRONG_TYPE otherwise. kv may be NULL
+ * (TM_NOT_FOUND). */
+TM_API tm_status tm_kv_get_uint(const tm_kv *kv, uint64_t *out);
+TM_API tm_status tm_kv_get_float(const tm_kv *kv, double *out);
+TM_API tm_status tm_kv_get_str(const tm_kv *kv, tm_str *out);
+
+/* Walk a string array without allocating:
+ *     tm_str_iter it; tm_str s;
+ *     if (tm_kv_strings(kv, &it) == TM_OK) while (tm_str_next(&it, &s)) ...
+ * The iterator is bounded by the array's bytes, so it cannot run outside them. */
+typedef struct tm_str_iter {
+    const uint8_t *p, *end;
+    uint64_t left;
+} tm_str_iter;
+TM_API tm_status tm_kv_strings(const tm_kv *kv, tm_str_iter *it);
+TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Dequantization: decode blocks where they lie in the mapping into the caller's float buffer.
+ * Nothing is allocated per call. A type without a kernel is TM_UNSUPPORTED naming the type.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Decode n_blocks whole blocks starting at block first_block into out
+ * (n_blocks * tm_type_block_elems(t->type) floats). TM_INVALID_ARG past the end. */
+TM_API tm_status tm_dequant_blocks(const tm_tensor *t, uint64_t first_block, uint64_t n_blocks,
+                                   float *out, tm_error *err);
+/* Decode elements [first, first + n) (both on block boundaries). */
+TM_API tm_status tm_dequant_elements(const tm_tensor *t, uint64_t first, uint64_t n, float *out,
+                                     tm_error *err);
+/* Decode rows [r0, r1) (a row is ne[0] elements) into out ((r1 - r0) * ne[0] floats). */
+TM_API tm_status tm_dequant_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
+                                 tm_error *err);
+/* Decode the whole tensor (n_elements floats) on n_threads threads (0 = online CPUs); the
+ * result is bit-identical to one thread. */
+TM_API tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_threads,
+                                   tm_error *err);
+/* Decode n_elements (a whole number of blocks) of type from raw block bytes. */
+TM_API tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_elements,
+                                float *out, tm_error *err);
+
+/* The instruction-set path in use: "scalar", "avx2", "avx512" or "neon". Chosen once at first
+ * use from cpuid/xgetbv, or from the environment variable TM_ISA. */
+TM_API const char *tm_isa(void);
+/* Force a path by name. TM_ISA when the name is unknown or the CPU/OS lacks it. */
+TM_API tm_status tm_set_isa(const char *name, tm_error *err);
+/* Whether this machine can run a path ("scalar" always can). */
+TM_API bool tm_isa_available(const char *name);
+
+/* ---------------------------------------------------------------------------------------------
+ * Writing GGUF files. The header is built in memory; tm_writer_finish writes header, padding
+ * and data. Tensor data is referenced, not copied (keep it alive until finish); NULL data
+ * leaves a hole (the file is extended with ftruncate: sparse, nothing written).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tm_writer tm_writer;
+
+/* A writer for GGUF version 3 (tm_writer_set_version for 2), alignment 32 unless set. */
+TM_API tm_status tm_writer_new(tm_writer **out, tm_error *err);
+TM_API void tm_writer_free(tm_writer *w);
+TM_API tm_status tm_writer_set_version(tm_writer *w, uint32_t version, tm_error *err);
+/* The alignment used to place tensors and the data section (a power of two). It does NOT add a
+ * general.alignment entry: add one with tm_writer_kv_scalar if the file should declare it. */
+TM_API tm_status tm_writer_set_alignment(tm_writer *w, uint32_t alignment, tm_error *err);
+
+/* Metadata, in the order added. value points to one value of the type's size (native
+ * endianness; the writer stores little-endian). */
+TM_API tm_status tm_writer_kv_scalar(tm_writer *w, const char *key, tm_vtype type,
+                                     const void *value, tm_error *err);
+TM_API tm_status tm_writer_kv_str(tm_writer *w, const char *key, const char *s, size_t len,
+                                  tm_error *err);
+/* An array of a fixed-size element type: count elements at elems (native endianness). */
+TM_API tm_status tm_writer_kv_array(tm_writer *w, const char *key, tm_vtype elem_type,
+                                    const void *elems, uint64_t count, tm_error *err);
+/* An array of strings (each NUL-terminated when lens is NULL). */
+TM_API tm_status tm_writer_kv_str_array(tm_writer *w, const char *key, const char *const *strs,
+                                        const size_t *lens, uint64_t count, tm_error *err);
+
+/* A tensor placed after the previous one, rounded up to the alignment. n_bytes is computed
+ * from ne and type. data may be NULL (a hole). */
+TM_API tm_status tm_writer_tensor(tm_writer *w, const char *name, tm_type type, uint32_t n_dims,
+                                  const uint64_t *ne, const void *data, tm_error *err);
+/* A tensor at an explicit offset from the data start (for exact header round trips). */
+TM_API tm_status tm_writer_tensor_at(tm_writer *w, const char *name, tm_type type,
+                                     uint32_t n_dims, const uint64_t *ne, uint64_t offset,
+                                     const void *data, tm_error *err);
+/* Bytes of header built so far: called before and after an add, it tells where that field
+ * went (the chapter's "where every field went" comes from the writer's own counter). Tensor
+ * infos are counted where they will land (after all metadata). */
+TM_API uint64_t tm_writer_header_bytes(const tm_writer *w);
+/* The data section's size is at least the end of the last tensor; make it at least n bytes
+ * (a stand-in for a file whose tail is not described by its tensors). */
+TM_API tm_status tm_writer_set_data_size(tm_writer *w, uint64_t n, tm_error *err);
+/* Write the file and free the writer (also on failure). */
+TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TENSORMAP_H */

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Install the Debian packages tensormap builds against, when they are missing.
+# Each is there for one job: liblz4-dev (LZ4 frames for `dump --format lz4`), libjansson-dev
+# (JSON in and out, safetensors headers), libcriterion-dev (the test suite), lz4 (the tests
+# decompress dumps with the real lz4 binary).
+set -e
+missing=""
+have_header() { echo "#include <$1>" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
+have_header lz4frame.h            || missing="$missing liblz4-dev"
+have_header jansson.h             || missing="$missing libjansson-dev"
+have_header criterion/criterion.h || missing="$missing libcriterion-dev"
+command -v lz4 >/dev/null 2>&1    || missing="$missing lz4"
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing:$missing" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+else
+    echo "tensormap needs:$missing (as root: apt-get install$missing)" >&2
+    exit 1
+fi

@@ -1,0 +1,91 @@
+/* What the library's files share and nothing else sees. Cross-file internals are tm__*. */
+#ifndef TM_INTERNAL_H
+#define TM_INTERNAL_H
+
+#include "tensormap.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- error.c ---- */
+
+/* Fill err (when not NULL) with code, offset and a printf-style message; returns code. */
+tm_status tm__fail(tm_error *err, tm_status code, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Write s as a printable, quoted, length-bounded excerpt into buf (for names in messages). */
+void tm__quote(char *buf, size_t cap, const char *s, uint64_t len);
+
+/* ---- map.c: one mapping (or a pread copy) of one file ---- */
+
+typedef struct tm__map {
+    const uint8_t *base;
+    uint64_t size;
+    int kind;                 /* TM__MAP_MMAP, TM__MAP_HEAP, TM__MAP_BORROWED */
+    char *path;               /* owned, NUL-terminated; NULL for a buffer */
+} tm__map;
+
+enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3 };
+
+tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err);
+void tm__map_close(tm__map *m);
+
+/* ---- the bounds-checked cursor every parser reads through ---- */
+
+typedef struct tm__cursor {
+    const uint8_t *base; /* start of the file, for offsets in messages */
+    const uint8_t *p;
+    const uint8_t *end;
+} tm__cursor;
+
+static inline uint64_t tm__cursor_offset(const tm__cursor *c) { return (uint64_t)(c->p - c->base); }
+static inline uint64_t tm__cursor_left(const tm__cursor *c) { return (uint64_t)(c->end - c->p); }
+
+/* ---- index.c: open-addressing hash of names -> index, built once at open ---- */
+
+typedef struct tm__hash {
+    uint32_t *slots;          /* entry index + 1; 0 = empty */
+    uint64_t mask;            /* capacity - 1 (capacity a power of two) */
+} tm__hash;
+
+uint64_t tm__hash_bytes(const char *s, uint64_t len);
+/* Capacity for n entries, allocated once; fails only on NOMEM. */
+tm_status tm__hash_init(tm__hash *h, uint64_t n, tm_error *err);
+void tm__hash_free(tm__hash *h);
+
+/* ---- the open file ---- */
+
+struct tm_file {
+    tm_layout layout;
+    tm__map *maps;            /* layout.n_shards mappings; maps[0] is the file opened */
+    tm_kv *kvs;               /* layout.n_kv, file order */
+    tm_tensor *tensors;       /* layout.n_tensors, file order */
+    tm__hash kv_index;
+    tm__hash tensor_index;
+    void *owned;              /* format-specific memory (e.g. the parsed safetensors JSON) */
+    void (*free_owned)(void *owned);
+};
+
+/* gguf.c / safetensors.c: walk maps[0] (already set) into kvs, tensors and layout. */
+tm_status tm__gguf_parse(tm_file *f, tm_error *err);
+tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err);
+/* True when the bytes look like a safetensors file (u64 length then '{'). */
+bool tm__safetensors_sniff(const uint8_t *p, uint64_t size);
+
+/* index.c: build both hashes from f->kvs and f->tensors, refusing duplicates with a message
+ * naming both entries. */
+tm_status tm__index_build(tm_file *f, tm_error *err);
+
+/* types.c */
+typedef struct tm__type_info {
+    const char *name;
+    uint32_t block_elems;
+    uint32_t block_bytes;
+} tm__type_info;
+const tm__type_info *tm__type_info(tm_type type); /* NULL if unknown */
+
+/* Checked arithmetic (false on overflow). */
+static inline bool tm__mul_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+static inline bool tm__add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }
+
+#endif /* TM_INTERNAL_H */

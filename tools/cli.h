@@ -1,0 +1,43 @@
+/* What the tensormap tool's command files share. The tool uses only include/tensormap.h. */
+#ifndef TM_CLI_H
+#define TM_CLI_H
+
+#include "tensormap.h"
+
+#include <stdio.h>
+
+/* Exit codes: 0 success, 1 a bad or inconsistent file (or a failed operation), 2 bad usage. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* One subcommand. help is the whole help text (usage line first); it is printed by
+ * `tensormap help NAME` and `NAME --help`, and the man page is generated from it. */
+typedef struct cli_command {
+    const char *name;
+    const char *alias;     /* another name for the same command, or NULL */
+    const char *summary;   /* one line for `tensormap --help` */
+    const char *help;
+    int (*run)(int argc, char **argv); /* argv[0] is the command's name */
+} cli_command;
+
+/* Options that apply to every command (set by main before dispatch). */
+extern unsigned cli_open_flags;   /* TM_OPEN_NO_MMAP with --no-mmap */
+
+/* Open FILE as the user named it: a path, "-" for standard input, or ollama:NAME[:TAG].
+ * On failure prints "tensormap: FILE: message" to stderr and returns NULL. */
+tm_file *cli_open(const char *arg, unsigned extra_flags);
+/* Print "tensormap: CONTEXT: message (at byte N)" for a library error. */
+void cli_report(const char *context, const tm_error *err);
+/* Print "tensormap: message" to stderr. */
+void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print a tm_str safely: control bytes, backslash, quote and invalid UTF-8 escaped. */
+void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes);
+
+/* The command table, in tools/tensormap.c. */
+extern const cli_command *const cli_commands[];
+const cli_command *cli_find_command(const char *name);
+
+/* The commands, one per tools/cmd_*.c. */
+extern const cli_command cmd_info, cmd_meta, cmd_tensors;
+
+#endif

@@ -1,0 +1,75 @@
+/* tensormap — explain a model file, or pull its weights out. One function per subcommand. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+unsigned cli_open_flags;
+
+const cli_command *const cli_commands[] = {
+    &cmd_info,
+    &cmd_meta,
+    &cmd_tensors,
+    NULL,
+};
+
+const cli_command *cli_find_command(const char *name)
+{
+    for (const cli_command *const *c = cli_commands; *c; c++)
+        if (strcmp((*c)->name, name) == 0 || ((*c)->alias && strcmp((*c)->alias, name) == 0))
+            return *c;
+    return NULL;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tensormap [--no-mmap] COMMAND [options] FILE ...\n\ncommands:\n");
+    for (const cli_command *const *c = cli_commands; *c; c++)
+        fprintf(out, "  %-10s %s\n", (*c)->name, (*c)->summary);
+    fprintf(out, "\nFILE is a path, - for standard input, or ollama:NAME[:TAG].\n"
+                 "`tensormap help COMMAND` or `tensormap COMMAND --help` for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--no-mmap") == 0) {
+            cli_open_flags |= TM_OPEN_NO_MMAP;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("tensormap %s (library %s, %s)\n", TM_VERSION_STRING, tm_version(), tm_isa());
+            return CLI_OK;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return CLI_OK;
+        } else {
+            cli_errorf("unknown option '%s'", argv[i]);
+            usage(stderr);
+            return CLI_USAGE;
+        }
+    }
+    if (i >= argc) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (strcmp(argv[i], "help") == 0) {
+        if (i + 1 >= argc) {
+            usage(stdout);
+            return CLI_OK;
+        }
+        const cli_command *c = cli_find_command(argv[i + 1]);
+        if (!c) {
+            cli_errorf("no command '%s'", argv[i + 1]);
+            return CLI_USAGE;
+        }
+        fputs(c->help, stdout);
+        return CLI_OK;
+    }
+    const cli_command *c = cli_find_command(argv[i]);
+    if (!c) {
+        cli_errorf("no command '%s'", argv[i]);
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    return c->run(argc - i, argv + i);
+}
