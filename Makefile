@@ -27,12 +27,12 @@ CC      ?= cc
 ARCH    := $(shell $(CC) -dumpmachine | cut -d- -f1)
 
 ifeq ($(SAN),1)
-B        := build-san
+B        ?= build-san
 OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
             -fsanitize=alignment
 SANLD    := -fsanitize=address,undefined
 else
-B        := build
+B        ?= build
 OPT      := -O2 -g
 SANLD    :=
 endif
@@ -66,10 +66,10 @@ $(B)/obj/src/x86/dequant_avx2.o:   ISA_FLAGS := -mavx2 -mfma -mf16c -mbmi2
 $(B)/obj/src/x86/dequant_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi \
                                                 -mavx512dq -mavx2 -mf16c -mbmi2
 
-TOOL_SRCS := tools/tensormap.c tools/cli.c $(wildcard tools/cmd_*.c)
+TOOL_SRCS := tools/tensormap.c $(wildcard tools/cli*.c tools/cmd_*.c)
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(B)/obj/%.o)
-EXAMPLES  := $(B)/matvec $(B)/mkdemo
-TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c
+EXAMPLES  := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/matvec.c tools/mkdemo.c))
+TEST_SRCS := $(wildcard tests/*.c)
 TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRCS:bench/%.c=$(B)/bench/%)
@@ -80,7 +80,7 @@ SHARED := $(B)/libtensormap.so.$(VERSION)
 
 .PHONY: all lib demo test check test-golden bench fuzz install uninstall test-install clean deps \
         check-exports check-san
-all: lib $(B)/tensormap $(EXAMPLES) $(B)/demo.gguf
+all: lib $(B)/tensormap $(EXAMPLES) $(if $(wildcard tools/mkdemo.c),$(B)/demo.gguf)
 
 lib: $(STATIC) $(SHARED)
 
