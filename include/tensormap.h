@@ -231,6 +231,11 @@ TM_API const uint8_t *tm_file_bytes(const tm_file *file);
 
 /* Sharded checkpoints: the path of shard i (i < layout.n_shards), NUL-terminated. */
 TM_API const char *tm_shard_path(const tm_file *file, uint32_t shard);
+/* Shard i's own layout (i < layout.n_shards; NULL otherwise). For a sharded checkpoint,
+ * tm_file_layout's byte counts (kv_end, data_start, data_size, tensors_end, file_size) are totals
+ * over the shards, and a tensor's bytes lie at tm_shard_layout(f, t->shard)->data_start +
+ * t->offset in its shard. For one file, the same as tm_file_layout. */
+TM_API const tm_layout *tm_shard_layout(const tm_file *file, uint32_t shard);
 
 /* ---------------------------------------------------------------------------------------------
  * Tensors

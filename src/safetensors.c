@@ -1,17 +1,702 @@
-/* The safetensors walk, into the same index as GGUF. (Placeholder: refuses everything until the
- * real walk lands.) */
+/* The safetensors walk, into the same index as GGUF.
+ *
+ *   u64 N (little-endian)  |  N bytes of UTF-8 JSON, '{' first, may end in spaces  |  data
+ *
+ * The JSON maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (offsets
+ * from the start of the data section); the optional "__metadata__" maps strings to strings.
+ * Validation follows the reference (Hugging Face safetensors, tensor.rs): N <= 100,000,000 and
+ * 8 + N <= file size; the header valid UTF-8 JSON (jansson checks both, and with
+ * JSON_REJECT_DUPLICATES refuses a repeated name); entries sorted by offsets must tile the data
+ * section exactly: each begins where the previous ended, its length is product(shape) x dtype
+ * size (overflow-checked), and the last ends at the end of the file ("MetadataIncompleteBuffer").
+ *
+ * A sharded checkpoint is a model.safetensors.index.json ({"metadata": {...}, "weight_map":
+ * {tensor: shard file}}) beside its shards. Opening the index (or a shard with
+ * TM_OPEN_ALL_SHARDS) maps every shard, in name order, and presents one index: tensor.shard is
+ * the mapping its data lies in, and the layout's byte counts are totals over the shards
+ * (tm_shard_layout has each shard's own). Every shard tensor must be where the weight map puts
+ * it, and every weight-map entry must be in some shard.
+ *
+ * Names, metadata keys and values point into jansson's strings, kept alive in f->owned until
+ * tm_close. */
 #include "internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ST_INDEX_NAME "model.safetensors.index.json"
+
+/* dtype names as the reference spells them, with their ids and element sizes. */
+static const struct st_dtype {
+    const char *name;
+    tm_type type;
+    uint32_t size;
+} st_dtypes[] = {
+    {"F64", TM_TYPE_F64, 8},         {"F32", TM_TYPE_F32, 4},         {"F16", TM_TYPE_F16, 2},
+    {"BF16", TM_TYPE_BF16, 2},       {"I64", TM_TYPE_I64, 8},         {"I32", TM_TYPE_I32, 4},
+    {"I16", TM_TYPE_I16, 2},         {"I8", TM_TYPE_I8, 1},           {"U64", TM_TYPE_U64, 8},
+    {"U32", TM_TYPE_U32, 4},         {"U16", TM_TYPE_U16, 2},         {"U8", TM_TYPE_U8, 1},
+    {"BOOL", TM_TYPE_BOOL, 1},       {"F8_E4M3", TM_TYPE_F8_E4M3, 1}, {"F8_E5M2", TM_TYPE_F8_E5M2, 1},
+};
+
+/* What f->owned holds for a safetensors file: the parsed JSON trees (names and strings point
+ * into them), the index's numeric metadata values, and each shard's own layout. */
+typedef struct st_owned {
+    json_t **roots;
+    size_t n_roots;
+    uint64_t *numbers;
+    tm_layout *shard_layouts;
+} st_owned;
+
+static void st_owned_free(void *p)
+{
+    st_owned *o = p;
+    if (!o)
+        return;
+    for (size_t i = 0; i < o->n_roots; i++)
+        json_decref(o->roots[i]);
+    free(o->roots);
+    free(o->numbers);
+    free(o->shard_layouts);
+    free(o);
+}
+
+/* f->owned, created on first use; NULL when out of memory. */
+static st_owned *st_owned_get(tm_file *f)
+{
+    if (!f->owned) {
+        f->owned = calloc(1, sizeof(st_owned));
+        if (f->owned)
+            f->free_owned = st_owned_free;
+    }
+    return f->owned;
+}
+
+static tm_status no_memory(tm_error *err)
+{
+    return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for the safetensors index");
+}
+
+/* Keep root alive until tm_close (takes the reference, also on failure). */
+static tm_status st_keep(tm_file *f, json_t *root, tm_error *err)
+{
+    st_owned *o = st_owned_get(f);
+    json_t **roots = o ? realloc(o->roots, (o->n_roots + 1) * sizeof *roots) : NULL;
+    if (!roots) {
+        json_decref(root);
+        return no_memory(err);
+    }
+    roots[o->n_roots++] = root;
+    o->roots = roots;
+    return TM_OK;
+}
+
+static bool is_json_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* A safetensors file: a length, then '{' (the length is checked by the parse, so that a bad one
+ * gets its own message rather than "not a model"). */
+static bool looks_like_file(const uint8_t *p, uint64_t size)
+{
+    return size >= 9 && p[8] == '{' && tm__load_le(p, 8) >= 2;
+}
+
+/* A JSON object (the index): '{' after optional whitespace. */
+static bool looks_like_index(const uint8_t *p, uint64_t size)
+{
+    uint64_t i = 0;
+    while (i < size && i < 4096 && is_json_space(p[i]))
+        i++;
+    return i < size && p[i] == '{';
+}
 
 bool tm__safetensors_sniff(const uint8_t *p, uint64_t size)
 {
-    (void)p;
-    (void)size;
-    return false;
+    return looks_like_file(p, size) || looks_like_index(p, size);
+}
+
+/* ---- one safetensors image ---------------------------------------------------------------- */
+
+/* Where a refusal points and what it names. */
+typedef struct st_ctx {
+    const char *what;          /* "" or "shard 'NAME': " */
+    const uint8_t *header;     /* the JSON bytes, to find an entry's position */
+    uint64_t header_len;
+} st_ctx;
+
+/* The file offset of "name" as a key in the header, or the header's start when the name is
+ * written with escapes (jansson keeps no positions). */
+static uint64_t entry_offset(const st_ctx *c, const char *name, size_t len)
+{
+    for (uint64_t i = 0; i + len + 2 <= c->header_len; i++)
+        if (c->header[i] == '"' && c->header[i + len + 1] == '"' &&
+            memcmp(c->header + i + 1, name, len) == 0)
+            return 8 + i;
+    return 8;
+}
+
+static tm_status entry_fail(tm_error *err, tm_status code, const st_ctx *c, size_t index,
+                            size_t count, const char *name, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
+static tm_status entry_fail(tm_error *err, tm_status code, const st_ctx *c, size_t index,
+                            size_t count, const char *name, size_t len, const char *fmt, ...)
+{
+    char why[TM_ERROR_MESSAGE_MAX], quoted[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    tm__quote(quoted, sizeof quoted, name, len);
+    uint64_t off = entry_offset(c, name, len);
+    return tm__fail(err, code, off, "%sheader entry %zu of %zu (%s) at byte %llu: %s", c->what,
+                    index + 1, count, quoted, (unsigned long long)off, why);
+}
+
+/* A header entry on its way to a tm_tensor. */
+typedef struct st_entry {
+    tm_tensor t;
+    uint64_t begin, end;
+    size_t index;              /* position in the JSON object, for messages */
+} st_entry;
+
+static int entry_cmp(const void *a, const void *b)
+{
+    const st_entry *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static bool get_u64(const json_t *v, uint64_t *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return false;
+    *out = (uint64_t)json_integer_value(v);
+    return true;
+}
+
+/* dtype, shape and data_offsets of one entry into e (everything but the offsets' order). */
+static tm_status read_entry(const st_ctx *c, const char *name, size_t len, json_t *v,
+                            size_t index, size_t count, st_entry *e, tm_error *err)
+{
+#define FAIL(code, ...) entry_fail(err, code, c, index, count, name, len, __VA_ARGS__)
+    if (len > TM_MAX_NAME_LEN)
+        return FAIL(TM_LIMIT, "the name is %zu bytes, over the limit of %u", len, TM_MAX_NAME_LEN);
+    if (!json_is_object(v))
+        return FAIL(TM_BAD_VALUE, "the value is not an object with dtype, shape and data_offsets");
+    json_t *dtype = json_object_get(v, "dtype"), *shape = json_object_get(v, "shape");
+    json_t *offs = json_object_get(v, "data_offsets");
+    if (!json_is_string(dtype))
+        return FAIL(TM_BAD_VALUE, "\"dtype\" is %s, not a string", dtype ? "not a string" : "missing");
+    if (!json_is_array(shape))
+        return FAIL(TM_BAD_VALUE, "\"shape\" is %s, not an array", shape ? "not an array" : "missing");
+    if (!json_is_array(offs) || json_array_size(offs) != 2)
+        return FAIL(TM_BAD_VALUE, "\"data_offsets\" is %s",
+                    offs ? "not an array of two integers [begin, end]" : "missing");
+    if (json_object_size(v) != 3)
+        return FAIL(TM_BAD_VALUE, "the entry has %zu fields; a tensor has exactly dtype, shape and "
+                    "data_offsets", json_object_size(v));
+
+    const struct st_dtype *dt = NULL;
+    for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
+        if (strcmp(json_string_value(dtype), st_dtypes[i].name) == 0)
+            dt = &st_dtypes[i];
+    if (!dt) {
+        char q[64];
+        tm__quote(q, sizeof q, json_string_value(dtype), json_string_length(dtype));
+        return FAIL(TM_UNSUPPORTED, "dtype %s is not a safetensors dtype this library knows", q);
+    }
+
+    size_t n_dims = json_array_size(shape);
+    if (n_dims > TM_MAX_DIMS)
+        return FAIL(TM_LIMIT, "%zu dimensions; this library handles at most %u", n_dims, TM_MAX_DIMS);
+    memset(e, 0, sizeof *e);
+    e->index = index;
+    e->t.name = (tm_str){name, len};
+    e->t.type = dt->type;
+    e->t.n_dims = (uint32_t)n_dims;
+    e->t.n_elements = 1;
+    for (size_t d = 0; d < 4; d++)
+        e->t.ne[d] = 1;
+    for (size_t d = 0; d < n_dims; d++) {
+        uint64_t n;
+        if (!get_u64(json_array_get(shape, d), &n))
+            return FAIL(TM_BAD_VALUE, "shape[%zu] is not a non-negative integer", d);
+        e->t.ne[n_dims - 1 - d] = n; /* the file's order is slowest first; ne[0] is the row */
+        if (!tm__mul_u64(e->t.n_elements, n, &e->t.n_elements))
+            return FAIL(TM_LIMIT, "the shape's element count overflows 64 bits");
+    }
+    if (!tm__mul_u64(e->t.n_elements, dt->size, &e->t.n_bytes))
+        return FAIL(TM_LIMIT, "%llu elements of %s overflow 64 bits of bytes",
+                    (unsigned long long)e->t.n_elements, dt->name);
+    if (!get_u64(json_array_get(offs, 0), &e->begin) || !get_u64(json_array_get(offs, 1), &e->end))
+        return FAIL(TM_BAD_VALUE, "\"data_offsets\" are not two non-negative integers");
+    if (e->end < e->begin)
+        return FAIL(TM_LAYOUT, "data_offsets [%llu, %llu] end before they begin",
+                    (unsigned long long)e->begin, (unsigned long long)e->end);
+    if (e->end - e->begin != e->t.n_bytes)
+        return FAIL(TM_LAYOUT, "data_offsets [%llu, %llu] hold %llu bytes, but shape and %s make %llu",
+                    (unsigned long long)e->begin, (unsigned long long)e->end,
+                    (unsigned long long)(e->end - e->begin), dt->name,
+                    (unsigned long long)e->t.n_bytes);
+    return TM_OK;
+#undef FAIL
+}
+
+/* Append n entries to f->tensors (grown as shards arrive). */
+static tm_status append_tensors(tm_file *f, const st_entry *e, size_t n, tm_error *err)
+{
+    uint64_t have = f->layout.n_tensors;
+    tm_tensor *t = realloc(f->tensors, (size_t)(have + n) * sizeof *t + 1);
+    if (!t)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %zu tensors", n);
+    f->tensors = t;
+    for (size_t i = 0; i < n; i++)
+        t[have + i] = e[i].t;
+    f->layout.n_tensors = have + n;
+    return TM_OK;
+}
+
+static tm_status append_kv(tm_file *f, const char *key, size_t key_len, tm_vtype type,
+                           const void *data, uint64_t n_bytes, tm_error *err)
+{
+    tm_kv *kv = realloc(f->kvs, (size_t)(f->layout.n_kv + 1) * sizeof *kv);
+    if (!kv)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for metadata");
+    f->kvs = kv;
+    kv[f->layout.n_kv++] = (tm_kv){.key = {key, key_len}, .type = type, .count = 1,
+                                   .data = data, .data_bytes = n_bytes, .offset = TM_NO_OFFSET};
+    return TM_OK;
+}
+
+/* "__metadata__": string -> string only, as the reference requires. */
+static tm_status read_metadata(tm_file *f, const st_ctx *c, json_t *meta, size_t index,
+                               size_t count, tm_error *err)
+{
+    static const char name[] = "__metadata__";
+    if (!json_is_object(meta))
+        return entry_fail(err, TM_BAD_VALUE, c, index, count, name, sizeof name - 1,
+                          "__metadata__ is not an object of strings");
+    const char *key;
+    json_t *v;
+    json_object_foreach(meta, key, v) {
+        size_t key_len = strlen(key); /* jansson refuses NUL in keys without JSON_ALLOW_NUL */
+        if (!json_is_string(v)) {
+            char q[160];
+            tm__quote(q, sizeof q, key, key_len);
+            return entry_fail(err, TM_BAD_VALUE, c, index, count, name, sizeof name - 1,
+                              "the value of %s is not a string (the format allows only strings)", q);
+        }
+        tm_status s = append_kv(f, key, key_len, TM_V_STRING, json_string_value(v),
+                                json_string_length(v), err);
+        if (s != TM_OK)
+            return s;
+    }
+    return TM_OK;
+}
+
+/* Walk one mapped safetensors image into f (appending tensors and metadata); fill lay. */
+static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, tm_layout *lay,
+                             tm_error *err)
+{
+    const tm__map *m = &f->maps[shard];
+    if (m->size < 8)
+        return tm__fail(err, TM_TRUNCATED, 0, "%sthe file is %llu bytes; a safetensors file "
+                        "starts with an 8-byte header length", what, (unsigned long long)m->size);
+    uint64_t n = tm__load_le(m->base, 8);
+    if (n > TM_SAFETENSORS_MAX_HEADER)
+        return tm__fail(err, TM_LIMIT, 0, "%sheader length %llu at byte 0 is over the format's "
+                        "limit of %u bytes", what, (unsigned long long)n, TM_SAFETENSORS_MAX_HEADER);
+    if (n > m->size - 8)
+        return tm__fail(err, TM_TRUNCATED, 0, "%sheader length %llu at byte 0 runs past the end "
+                        "of the file (%llu bytes)", what, (unsigned long long)n,
+                        (unsigned long long)m->size);
+    if (n == 0 || m->base[8] != '{')
+        return tm__fail(err, TM_BAD_VALUE, 8, "%sthe header at byte 8 does not start with '{'", what);
+
+    json_error_t je;
+    json_t *root = json_loadb((const char *)m->base + 8, (size_t)n, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        uint64_t at = 8 + (uint64_t)je.position;
+        return tm__fail(err, json_error_code(&je) == json_error_duplicate_key ? TM_DUPLICATE : TM_BAD_VALUE,
+                        at, "%sthe JSON header (bytes 8..%llu) is not valid at byte %llu: %s", what,
+                        (unsigned long long)(8 + n), (unsigned long long)at, je.text);
+    }
+    tm_status s = st_keep(f, root, err);
+    if (s != TM_OK)
+        return s;
+    if (!json_is_object(root))
+        return tm__fail(err, TM_BAD_VALUE, 8, "%sthe JSON header at byte 8 is not an object", what);
+
+    st_ctx c = {what, m->base + 8, n};
+    size_t count = json_object_size(root), n_tensors = 0;
+    st_entry *entries = malloc(count * sizeof *entries + 1);
+    if (!entries)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %zu header entries", count);
+    const char *name;
+    json_t *v;
+    size_t index = 0;
+    json_object_foreach(root, name, v) {
+        size_t len = strlen(name);
+        if (strcmp(name, "__metadata__") == 0)
+            s = read_metadata(f, &c, v, index, count, err);
+        else
+            s = read_entry(&c, name, len, v, index, count, &entries[n_tensors++], err);
+        if (s != TM_OK)
+            goto out;
+        index++;
+    }
+
+    /* The reference sorts by offsets and requires the entries to tile the data section. */
+    uint64_t data_start = 8 + n, data_size = m->size - data_start, at = 0;
+    qsort(entries, n_tensors, sizeof *entries, entry_cmp);
+    for (size_t i = 0; i < n_tensors; i++) {
+        st_entry *e = &entries[i];
+        if (e->begin != at) {
+            s = entry_fail(err, TM_LAYOUT, &c, e->index, count, e->t.name.ptr, e->t.name.len,
+                           "data_offsets begin at %llu but the previous tensor ends at %llu "
+                           "(data must be contiguous: %s)", (unsigned long long)e->begin,
+                           (unsigned long long)at, e->begin > at ? "a gap" : "an overlap");
+            goto out;
+        }
+        if (e->end > data_size) {
+            s = entry_fail(err, TM_LAYOUT, &c, e->index, count, e->t.name.ptr, e->t.name.len,
+                           "data_offsets end at %llu (file byte %llu), past the end of the data "
+                           "section (%llu bytes)", (unsigned long long)e->end,
+                           (unsigned long long)(data_start + e->end), (unsigned long long)data_size);
+            goto out;
+        }
+        e->t.offset = e->begin;
+        e->t.data = m->base + data_start + e->begin;
+        e->t.info_offset = entry_offset(&c, e->t.name.ptr, e->t.name.len);
+        e->t.shard = shard;
+        at = e->end;
+    }
+    if (at != data_size) {
+        s = tm__fail(err, TM_LAYOUT, data_start + at, "%sthe tensors end at data byte %llu (file "
+                     "byte %llu) but the file goes on for %llu more bytes: the offsets must cover "
+                     "the data section exactly", what, (unsigned long long)at,
+                     (unsigned long long)(data_start + at), (unsigned long long)(data_size - at));
+        goto out;
+    }
+    s = append_tensors(f, entries, n_tensors, err);
+    *lay = (tm_layout){.format = TM_FORMAT_SAFETENSORS, .n_kv = 0, .n_tensors = n_tensors,
+                       .alignment = 1, .head_end = 8, .kv_end = data_start,
+                       .infos_end = data_start, .data_start = data_start, .data_size = data_size,
+                       .tensors_end = at, .file_size = m->size, .n_shards = 1};
+out:
+    free(entries);
+    return s;
+}
+
+/* ---- sharded checkpoints --------------------------------------------------------------------- */
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A shard name must name a file in the index's directory, nothing above or below it. */
+static bool shard_name_ok(const char *s)
+{
+    return s[0] && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+static char *join_dir(const char *path, const char *name)
+{
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path) + 1 : 0;
+    size_t cap = (size_t)dir_len + strlen(name) + 1;
+    char *out = malloc(cap);
+    if (out)
+        snprintf(out, cap, "%.*s%s", dir_len, path, name);
+    return out;
+}
+
+/* The index's "metadata": strings as strings, non-negative integers (total_size) as u64. */
+static tm_status read_index_metadata(tm_file *f, const char *what, json_t *meta, tm_error *err)
+{
+    if (!meta)
+        return TM_OK;
+    if (!json_is_object(meta))
+        return tm__fail(err, TM_BAD_VALUE, 0, "%s\"metadata\" is not an object", what);
+    st_owned *o = st_owned_get(f);
+    if (!o || !(o->numbers = malloc(json_object_size(meta) * sizeof *o->numbers + 1)))
+        return no_memory(err);
+    tm_status s = TM_OK;
+    size_t n_numbers = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(meta, key, v) {
+        if (json_is_string(v)) {
+            s = append_kv(f, key, strlen(key), TM_V_STRING, json_string_value(v),
+                          json_string_length(v), err);
+        } else if (get_u64(v, &o->numbers[n_numbers])) {
+            s = append_kv(f, key, strlen(key), TM_V_U64, &o->numbers[n_numbers], 8, err);
+            n_numbers++;
+        } else {
+            char q[160];
+            tm__quote(q, sizeof q, key, strlen(key));
+            s = tm__fail(err, TM_BAD_VALUE, 0, "%s\"metadata\" entry %s is neither a string nor "
+                         "a non-negative integer", what, q);
+        }
+        if (s != TM_OK)
+            return s;
+    }
+    return TM_OK;
+}
+
+/* Open every shard the index at index_path names, replacing f->maps. index_root is kept. */
+static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_root,
+                             unsigned flags, tm_error *err)
+{
+    char what[300];
+    snprintf(what, sizeof what, "%s: ", index_path);
+    json_t *wm = json_object_get(index_root, "weight_map");
+    if (!json_is_object(wm))
+        return tm__fail(err, TM_BAD_VALUE, 0, "%s\"weight_map\" is %s", what,
+                        wm ? "not an object of tensor name -> shard file" : "missing");
+
+    /* The distinct shard names, sorted. */
+    size_t n_names = json_object_size(wm), n_shards = 0;
+    const char **shards = malloc(n_names * sizeof *shards + 1);
+    tm__map *maps = NULL;
+    tm_layout *lays = NULL;
+    tm_status s = TM_OK;
+    if (!shards)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for the weight map");
+    const char *name;
+    json_t *v;
+    json_object_foreach(wm, name, v) {
+        char q[160];
+        tm__quote(q, sizeof q, name, strlen(name));
+        if (!json_is_string(v)) {
+            s = tm__fail(err, TM_BAD_VALUE, 0, "%sweight_map entry %s is not a shard file name",
+                         what, q);
+            goto out;
+        }
+        if (!shard_name_ok(json_string_value(v)) || strlen(json_string_value(v)) != json_string_length(v)) {
+            char qs[160];
+            tm__quote(qs, sizeof qs, json_string_value(v), json_string_length(v));
+            s = tm__fail(err, TM_BAD_VALUE, 0, "%sweight_map entry %s names shard %s, which is not "
+                         "a plain file name in the index's directory", what, q, qs);
+            goto out;
+        }
+        shards[n_shards++] = json_string_value(v);
+    }
+    qsort(shards, n_shards, sizeof *shards, str_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < n_shards; i++)
+        if (u == 0 || strcmp(shards[u - 1], shards[i]) != 0)
+            shards[u++] = shards[i];
+    n_shards = u;
+    if (n_shards == 0) {
+        s = tm__fail(err, TM_BAD_VALUE, 0, "%sthe weight map names no shards", what);
+        goto out;
+    }
+    if (!f->maps[0].path) {
+        s = tm__fail(err, TM_UNSUPPORTED, 0, "%san index read from a buffer has no directory to "
+                     "find its shards in", what);
+        goto out;
+    }
+
+    maps = calloc(n_shards, sizeof *maps);
+    lays = calloc(n_shards, sizeof *lays);
+    if (!maps || !lays) {
+        s = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %zu shards", n_shards);
+        goto out;
+    }
+    for (size_t i = 0; i < n_shards && s == TM_OK; i++) {
+        char *path = join_dir(index_path, shards[i]);
+        s = path ? tm__map_open(&maps[i], path, flags, err)
+                 : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+        free(path);
+    }
+    if (s != TM_OK) {
+        for (size_t i = 0; i < n_shards; i++)
+            tm__map_close(&maps[i]);
+        goto out;
+    }
+    /* From here f owns the shard maps; tm_close releases n_shards of them. */
+    tm__map_close(&f->maps[0]);
+    free(f->maps);
+    f->maps = maps;
+    maps = NULL;
+    f->layout.n_shards = (uint32_t)n_shards;
+
+    for (uint32_t i = 0; i < n_shards; i++) {
+        char swhat[300];
+        snprintf(swhat, sizeof swhat, "shard '%s': ", shards[i]);
+        uint64_t first = f->layout.n_tensors;
+        s = parse_image(f, i, swhat, &lays[i], err);
+        if (s != TM_OK)
+            goto out;
+        for (uint64_t t = first; t < f->layout.n_tensors; t++) {
+            const tm_tensor *tt = &f->tensors[t];
+            const char *want = json_string_value(json_object_getn(wm, tt->name.ptr, (size_t)tt->name.len));
+            if (!want || strcmp(want, shards[i]) != 0) {
+                char q[160];
+                tm__quote(q, sizeof q, tt->name.ptr, tt->name.len);
+                s = tm__fail(err, TM_BAD_VALUE, tt->info_offset, "shard '%s': tensor %s %s%s%s",
+                             shards[i], q, want ? "is placed by the index in '" : "is not in the index's weight map",
+                             want ? want : "", want ? "'" : "");
+                goto out;
+            }
+        }
+    }
+    /* Every name the index lists was found where it says (checked above), so equal counts mean
+     * none is missing; otherwise find one to name. */
+    if (f->layout.n_tensors != json_object_size(wm)) {
+        json_t *held = json_object(); /* the names the shards hold, as a hash set */
+        for (uint64_t t = 0; held && t < f->layout.n_tensors; t++)
+            if (json_object_setn_new_nocheck(held, f->tensors[t].name.ptr,
+                                             (size_t)f->tensors[t].name.len, json_null()) != 0)
+                json_decref(held), held = NULL;
+        if (!held) {
+            s = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory checking the weight map");
+            goto out;
+        }
+        const char *missing = NULL, *where = NULL;
+        json_object_foreach(wm, name, v) {
+            if (!missing && !json_object_get(held, name)) {
+                missing = name;
+                where = json_string_value(v);
+            }
+        }
+        json_decref(held);
+        if (missing) {
+            char q[160];
+            tm__quote(q, sizeof q, missing, strlen(missing));
+            s = tm__fail(err, TM_NOT_FOUND, 0, "%sthe weight map puts tensor %s in '%s', but "
+                         "that shard does not hold it", what, q, where);
+            goto out;
+        }
+    }
+    st_owned *o = st_owned_get(f);
+    if (!o) {
+        s = no_memory(err);
+        goto out;
+    }
+    o->shard_layouts = lays;
+    lays = NULL;
+out:
+    free(maps);
+    free(lays);
+    free(shards);
+    return s;
+}
+
+/* An index's JSON (bounded like a header: a weight map of 100 MB would be absurd). */
+static tm_status parse_index_json(const tm__map *m, const char *label, json_t **out, tm_error *err)
+{
+    json_error_t je;
+    if (m->size > TM_SAFETENSORS_MAX_HEADER)
+        return tm__fail(err, TM_LIMIT, 0, "%s: a safetensors index of %llu bytes is over the "
+                        "limit of %u", label, (unsigned long long)m->size, TM_SAFETENSORS_MAX_HEADER);
+    *out = json_loadb((const char *)m->base, (size_t)m->size, JSON_REJECT_DUPLICATES, &je);
+    if (!*out)
+        return tm__fail(err, json_error_code(&je) == json_error_duplicate_key ? TM_DUPLICATE : TM_BAD_VALUE,
+                        (uint64_t)je.position, "%s: not a safetensors index: the JSON is not valid "
+                        "at byte %d: %s", label, je.position, je.text);
+    return TM_OK;
+}
+
+/* The sibling model.safetensors.index.json of a shard, parsed. */
+static tm_status load_index(const char *path, unsigned flags, json_t **out, tm_error *err)
+{
+    tm__map m = {0};
+    tm_status s = tm__map_open(&m, path, flags, err);
+    if (s != TM_OK)
+        return s;
+    s = parse_index_json(&m, path, out, err);
+    tm__map_close(&m);
+    return s;
 }
 
 tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
 {
-    (void)flags;
-    return tm__fail(err, TM_UNSUPPORTED, 0, "%s: safetensors is not supported yet",
-                    f->maps[0].path ? f->maps[0].path : "buffer");
+    const tm__map *m0 = &f->maps[0];
+    tm_status s;
+    f->layout.n_shards = 1;
+    if (!looks_like_file(m0->base, m0->size) || (flags & TM_OPEN_ALL_SHARDS)) {
+        json_t *index = NULL;
+        char *index_path = NULL;
+        const char *label = m0->path ? m0->path : "buffer";
+        if (looks_like_file(m0->base, m0->size)) {
+            /* a shard: find its index beside it, and require it to be one of its shards */
+            if (!m0->path)
+                return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET, "a buffer has no directory to "
+                                "find the checkpoint's index in");
+            index_path = join_dir(m0->path, ST_INDEX_NAME);
+            if (!index_path)
+                return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+            s = load_index(index_path, flags, &index, err);
+        } else {
+            s = parse_index_json(m0, label, &index, err);
+        }
+        if (s == TM_OK)
+            s = st_keep(f, index, err);
+        if (s == TM_OK && !json_is_object(index))
+            s = tm__fail(err, TM_BAD_VALUE, 0, "%s: a safetensors index is a JSON object",
+                         index_path ? index_path : label);
+        if (s == TM_OK && index_path) {
+            /* the shard must be one the index names, so that one checkpoint is presented */
+            const char *base = strrchr(m0->path, '/') ? strrchr(m0->path, '/') + 1 : m0->path;
+            json_t *wm = json_object_get(index, "weight_map"), *v;
+            const char *k;
+            bool named = false;
+            json_object_foreach(wm, k, v)
+                named = named || (json_is_string(v) && strcmp(json_string_value(v), base) == 0);
+            if (json_is_object(wm) && !named)
+                s = tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "%s: the index %s names no shard '%s'",
+                             m0->path, index_path, base);
+        }
+        if (s == TM_OK)
+            s = read_index_metadata(f, index_path ? index_path : label,
+                                    json_object_get(index, "metadata"), err);
+        if (s == TM_OK) {
+            char *copy = index_path ? index_path : strdup(label);
+            index_path = NULL;
+            s = copy ? open_shards(f, copy, index, flags & ~(unsigned)TM_OPEN_ALL_SHARDS, err)
+                     : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+            free(copy);
+        }
+        free(index_path);
+        if (s != TM_OK)
+            return s;
+        /* One checkpoint: byte counts are totals over the shards, so that "everything before
+         * the tensor data" + data = the size of all files, as one would add them up by hand. */
+        const tm_layout *lays = ((const st_owned *)f->owned)->shard_layouts;
+        tm_layout sum = {.format = TM_FORMAT_SAFETENSORS, .alignment = 1, .head_end = 8,
+                         .n_kv = f->layout.n_kv, .n_tensors = f->layout.n_tensors,
+                         .n_shards = f->layout.n_shards};
+        for (uint32_t i = 0; i < sum.n_shards; i++) {
+            sum.kv_end += lays[i].kv_end;
+            sum.data_size += lays[i].data_size;
+            sum.tensors_end += lays[i].tensors_end;
+            sum.file_size += lays[i].file_size;
+        }
+        sum.infos_end = sum.data_start = sum.kv_end;
+        f->layout = sum;
+        return TM_OK;
+    }
+
+    tm_layout lay;
+    s = parse_image(f, 0, "", &lay, err);
+    if (s != TM_OK)
+        return s;
+    lay.n_kv = f->layout.n_kv;
+    f->layout = lay;
+    return TM_OK;
+}
+
+const tm_layout *tm_shard_layout(const tm_file *file, uint32_t shard)
+{
+    if (!file || shard >= file->layout.n_shards)
+        return NULL;
+    if (file->layout.n_shards == 1)
+        return &file->layout;
+    return &((const st_owned *)file->owned)->shard_layouts[shard];
 }
