@@ -95,7 +95,7 @@ $(DEPS_STAMP):
 
 # ---- compile ---------------------------------------------------------------------------------
 
-$(B)/obj/src/%.o: src/%.c src/internal.h include/tensormap.h | $(DEPS_STAMP)
+$(B)/obj/src/%.o: src/%.c $(wildcard src/*.h) include/tensormap.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(V),,@echo "  CC      $<")
 	$(Q)$(CC) $(LIB_CFLAGS) $(ISA_FLAGS) $(CFLAGS) -c $< -o $@

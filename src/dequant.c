@@ -1,0 +1,390 @@
+/* Public dequantization entry points, the choice of instruction-set path, and threading.
+ *
+ * The path is chosen once, at first use: TM_ISA from the environment when set, otherwise the
+ * best one cpuid and XCR0 allow. The choice is a pointer to a const kernel table held in an
+ * atomic, so every later call costs one acquire load. Nothing here is compiled with -m flags:
+ * SIMD code is reached only through a table the CPU check has approved. */
+#include "dequant.h"
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Outputs at least this large are written with non-temporal stores through an L1 tile: they
+ * cannot stay in the cache anyway, and streaming skips the read-for-ownership of every line. */
+#define STREAM_MIN_BYTES (32u << 20)
+/* The L1 tile for streaming: a multiple of every block size (1, 32, 256 elements). */
+#define STREAM_TILE_FLOATS 4096u
+/* tm_dequant_tensor: threads are capped, and each one gets at least this much output. */
+#define MAX_THREADS 64u
+#define MIN_BYTES_PER_THREAD (256u << 10)
+
+/* ---- choosing the path --------------------------------------------------------------------- */
+
+/* The table stored when TM_ISA names a path this machine cannot run: every call then fails
+ * with TM_ISA and says why, rather than silently running another path. */
+static const tm__kernels refused = { .name = "none" };
+
+/* Best first. */
+static const tm__kernels *const paths[] = {
+#if defined(__x86_64__)
+    &tm__kernels_avx512,
+    &tm__kernels_avx2,
+#endif
+#if defined(__aarch64__)
+    &tm__kernels_neon,
+#endif
+    &tm__kernels_scalar,
+};
+#define N_PATHS (sizeof paths / sizeof paths[0])
+
+static const char *const known_names[] = { "scalar", "avx2", "avx512", "neon" };
+
+static _Atomic(const tm__kernels *) active;
+
+static bool path_runs_here(const tm__kernels *k)
+{
+#if defined(__x86_64__)
+    if (k == &tm__kernels_avx512)
+        return (tm__x86_features() & TM__X86_AVX512) != 0;
+    if (k == &tm__kernels_avx2)
+        return (tm__x86_features() & TM__X86_AVX2) != 0;
+#endif
+    (void)k; /* scalar runs everywhere; NEON is part of every aarch64 CPU */
+    return true;
+}
+
+static const tm__kernels *path_named(const char *name)
+{
+    for (size_t i = 0; i < N_PATHS; i++)
+        if (strcmp(paths[i]->name, name) == 0)
+            return paths[i];
+    return NULL;
+}
+
+/* Why name cannot be used, into err; TM_OK when it can (and *out is set). */
+static tm_status check_isa(const char *context, const char *name, const tm__kernels **out,
+                           tm_error *err)
+{
+    const tm__kernels *k = path_named(name);
+    if (k && path_runs_here(k)) {
+        *out = k;
+        return TM_OK;
+    }
+    char q[80];
+    tm__quote(q, sizeof q, name, strlen(name));
+    for (size_t i = 0; i < sizeof known_names / sizeof known_names[0]; i++)
+        if (strcmp(known_names[i], name) == 0)
+            return tm__fail(err, TM_ISA, TM_NO_OFFSET,
+                            k ? "%s: instruction set %s is not supported by this CPU or its "
+                                "operating system"
+                              : "%s: instruction set %s is not built into the library for this "
+                                "architecture",
+                            context, q);
+    return tm__fail(err, TM_ISA, TM_NO_OFFSET,
+                    "%s: instruction set %s is unknown (known: scalar, avx2, avx512, neon)",
+                    context, q);
+}
+
+static const tm__kernels *choose(void)
+{
+    const char *env = getenv("TM_ISA");
+    if (env && *env) {
+        const tm__kernels *k;
+        return check_isa("TM_ISA", env, &k, NULL) == TM_OK ? k : &refused;
+    }
+    for (size_t i = 0; i < N_PATHS; i++)
+        if (path_runs_here(paths[i]))
+            return paths[i];
+    return &tm__kernels_scalar;
+}
+
+static const tm__kernels *kernels(void)
+{
+    const tm__kernels *k = atomic_load_explicit(&active, memory_order_acquire);
+    if (!k) {
+        const tm__kernels *none = NULL;
+        k = choose();
+        /* two first calls may race: both computed the same answer, keep the first stored */
+        if (!atomic_compare_exchange_strong_explicit(&active, &none, k, memory_order_acq_rel,
+                                                     memory_order_acquire))
+            k = none;
+    }
+    return k;
+}
+
+const char *tm_isa(void) { return kernels()->name; }
+
+tm_status tm_set_isa(const char *name, tm_error *err)
+{
+    const tm__kernels *k;
+    if (!name)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_set_isa: name is NULL");
+    tm_status st = check_isa("tm_set_isa", name, &k, err);
+    if (st == TM_OK)
+        atomic_store_explicit(&active, k, memory_order_release);
+    return st;
+}
+
+bool tm_isa_available(const char *name)
+{
+    const tm__kernels *k;
+    return name && check_isa("", name, &k, NULL) == TM_OK;
+}
+
+bool tm_type_can_dequant(tm_type type)
+{
+    int slot = tm__type_slot(type);
+    return slot >= 0 && tm__kernels_scalar.fn[slot] != NULL;
+}
+
+/* ---- one decode ---------------------------------------------------------------------------- */
+
+/* What a validated call decodes: a kernel, its source blocks and where they go. */
+typedef struct job {
+    tm__dequant_fn *fn;
+    tm__stream_fn *stream;   /* NULL unless the output is large enough to stream */
+    const uint8_t *src;
+    float *dst;
+    size_t n_blocks;
+    size_t block_bytes;
+    size_t block_elems;
+} job;
+
+static void run_job(const job *j)
+{
+    if (!j->stream) {
+        j->fn(j->src, j->dst, j->n_blocks);
+        return;
+    }
+    _Alignas(64) float tile[STREAM_TILE_FLOATS];
+    const size_t per_tile = STREAM_TILE_FLOATS / j->block_elems;
+    for (size_t b = 0; b < j->n_blocks; b += per_tile) {
+        size_t n = j->n_blocks - b < per_tile ? j->n_blocks - b : per_tile;
+        j->fn(j->src + b * j->block_bytes, tile, n);
+        j->stream(j->dst + b * j->block_elems, tile, n * j->block_elems);
+    }
+}
+
+/* Check the type, pick the kernel, fill j for n_blocks blocks at src. what names the tensor
+ * (or "raw blocks") in messages. */
+static tm_status prepare(tm_type type, const char *what, uint64_t info_offset, const void *src,
+                         uint64_t n_blocks, float *out, job *j, tm_error *err)
+{
+    const tm__kernels *k = kernels();
+    if (k == &refused) {
+        /* say why again (the environment is read, not stored); tm_set_isa clears this */
+        const char *env = getenv("TM_ISA");
+        const tm__kernels *unused;
+        if (!env || check_isa("TM_ISA", env, &unused, err) == TM_OK)
+            return tm__fail(err, TM_ISA, TM_NO_OFFSET,
+                            "TM_ISA named an instruction set this machine cannot run");
+        return TM_ISA;
+    }
+    const uint32_t block_elems = tm_type_block_elems(type);
+    const int slot = tm__type_slot(type);
+    if (block_elems == 0 || slot < 0 || !tm__kernels_scalar.fn[slot]) {
+        const char *tn = tm_type_name(type);
+        if (tn)
+            return tm__fail(err, TM_UNSUPPORTED, info_offset,
+                            "%s: type %s has no decoder in this library", what, tn);
+        return tm__fail(err, TM_UNSUPPORTED, info_offset, "%s: type id %u is not a known type",
+                        what, (unsigned)type);
+    }
+    uint64_t n_out;
+    if (!tm__mul_u64(n_blocks, block_elems, &n_out) || n_out > SIZE_MAX / sizeof(float))
+        return tm__fail(err, TM_INVALID_ARG, info_offset,
+                        "%s: %llu blocks of %s do not fit in memory", what,
+                        (unsigned long long)n_blocks, tm_type_name(type));
+    if (n_blocks && (!src || !out))
+        return tm__fail(err, TM_INVALID_ARG, info_offset, "%s: %s pointer is NULL", what,
+                        src ? "output" : "input");
+    j->fn = k->fn[slot] ? k->fn[slot] : tm__kernels_scalar.fn[slot];
+    j->stream = k->stream && n_out * sizeof(float) >= STREAM_MIN_BYTES ? k->stream : NULL;
+    j->src = src;
+    j->dst = out;
+    j->n_blocks = (size_t)n_blocks;
+    j->block_bytes = tm_type_block_bytes(type);
+    j->block_elems = block_elems;
+    return TM_OK;
+}
+
+/* "tensor 'name'" for messages. */
+static const char *tensor_label(const tm_tensor *t, char *buf, size_t cap)
+{
+    char q[96];
+    tm__quote(q, sizeof q, t->name.ptr, t->name.len);
+    snprintf(buf, cap, "tensor %s", q);
+    return buf;
+}
+
+static tm_status tensor_blocks(const tm_tensor *t, uint64_t *n_blocks, uint32_t *block_elems,
+                               tm_error *err)
+{
+    if (!t)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tensor is NULL");
+    uint32_t be = tm_type_block_elems(t->type);
+    char label[128];
+    if (be == 0) {
+        const char *tn = tm_type_name(t->type);
+        return tm__fail(err, TM_UNSUPPORTED, t->info_offset,
+                        "%s: type %s (id %u) has no decoder in this library",
+                        tensor_label(t, label, sizeof label), tn ? tn : "unknown",
+                        (unsigned)t->type);
+    }
+    if (t->n_elements % be != 0)
+        return tm__fail(err, TM_INVALID_ARG, t->info_offset,
+                        "%s: %llu elements are not a whole number of blocks of %u",
+                        tensor_label(t, label, sizeof label),
+                        (unsigned long long)t->n_elements, be);
+    *n_blocks = t->n_elements / be;
+    *block_elems = be;
+    return TM_OK;
+}
+
+tm_status tm_dequant_blocks(const tm_tensor *t, uint64_t first_block, uint64_t n_blocks,
+                            float *out, tm_error *err)
+{
+    uint64_t total, end;
+    uint32_t be;
+    tm_status st = tensor_blocks(t, &total, &be, err);
+    if (st != TM_OK)
+        return st;
+    char label[128];
+    tensor_label(t, label, sizeof label);
+    if (!tm__add_u64(first_block, n_blocks, &end) || end > total)
+        return tm__fail(err, TM_INVALID_ARG, t->info_offset,
+                        "%s: blocks [%llu, +%llu) are outside its %llu blocks", label,
+                        (unsigned long long)first_block, (unsigned long long)n_blocks,
+                        (unsigned long long)total);
+    job j;
+    const uint8_t *src = t->data;
+    st = prepare(t->type, label, t->info_offset, src, n_blocks, out, &j, err);
+    if (st != TM_OK)
+        return st;
+    j.src = src + first_block * tm_type_block_bytes(t->type);
+    run_job(&j);
+    return TM_OK;
+}
+
+tm_status tm_dequant_elements(const tm_tensor *t, uint64_t first, uint64_t n, float *out,
+                              tm_error *err)
+{
+    uint64_t total;
+    uint32_t be;
+    tm_status st = tensor_blocks(t, &total, &be, err);
+    if (st != TM_OK)
+        return st;
+    if (first % be != 0 || n % be != 0) {
+        char label[128];
+        return tm__fail(err, TM_INVALID_ARG, t->info_offset,
+                        "%s: elements [%llu, +%llu) do not start and end on its %u-element "
+                        "block boundaries",
+                        tensor_label(t, label, sizeof label), (unsigned long long)first,
+                        (unsigned long long)n, be);
+    }
+    return tm_dequant_blocks(t, first / be, n / be, out, err);
+}
+
+tm_status tm_dequant_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
+                          tm_error *err)
+{
+    uint64_t total;
+    uint32_t be;
+    tm_status st = tensor_blocks(t, &total, &be, err);
+    if (st != TM_OK)
+        return st;
+    const uint64_t rows = tm_tensor_rows(t);
+    char label[128];
+    if (r0 > r1 || r1 > rows)
+        return tm__fail(err, TM_INVALID_ARG, t->info_offset,
+                        "%s: rows [%llu, %llu) are not a range inside its %llu rows",
+                        tensor_label(t, label, sizeof label), (unsigned long long)r0,
+                        (unsigned long long)r1, (unsigned long long)rows);
+    if (t->ne[0] % be != 0)
+        return tm__fail(err, TM_INVALID_ARG, t->info_offset,
+                        "%s: a row of %llu elements is not a whole number of %u-element blocks",
+                        tensor_label(t, label, sizeof label), (unsigned long long)t->ne[0], be);
+    const uint64_t per_row = t->ne[0] / be;
+    return tm_dequant_blocks(t, r0 * per_row, (r1 - r0) * per_row, out, err);
+}
+
+tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_elements, float *out,
+                         tm_error *err)
+{
+    uint32_t be = tm_type_block_elems(type);
+    if (be != 0 && n_elements % be != 0)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
+                        "raw blocks: %llu elements are not a whole number of %s blocks of %u",
+                        (unsigned long long)n_elements, tm_type_name(type), be);
+    job j;
+    tm_status st = prepare(type, "raw blocks", TM_NO_OFFSET, blocks, be ? n_elements / be : 0,
+                           out, &j, err);
+    if (st == TM_OK)
+        run_job(&j);
+    return st;
+}
+
+/* ---- the whole tensor on N threads ---------------------------------------------------------- */
+
+static void *thread_main(void *arg)
+{
+    run_job(arg);
+    return NULL;
+}
+
+static unsigned online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1u : (unsigned)n;
+}
+
+tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_threads, tm_error *err)
+{
+    uint64_t total;
+    uint32_t be;
+    tm_status st = tensor_blocks(t, &total, &be, err);
+    if (st != TM_OK)
+        return st;
+    char label[128];
+    tensor_label(t, label, sizeof label);
+    job whole;
+    st = prepare(t->type, label, t->info_offset, t->data, total, out, &whole, err);
+    if (st != TM_OK)
+        return st;
+
+    /* Split into contiguous block ranges, one per thread: every block goes through the same
+     * kernel as on one thread, so the result is bit-identical. The calling thread takes the
+     * first range; jobs and thread handles live on this stack. */
+    unsigned n = n_threads ? n_threads : online_cpus();
+    const uint64_t by_size = total * be * sizeof(float) / MIN_BYTES_PER_THREAD;
+    if (n > MAX_THREADS)
+        n = MAX_THREADS;
+    if (n > by_size)
+        n = by_size ? (unsigned)by_size : 1u;
+    job jobs[MAX_THREADS];
+    pthread_t tids[MAX_THREADS];
+    bool started[MAX_THREADS] = { false };
+    for (unsigned i = 0; i < n; i++) {
+        const size_t b0 = (size_t)(total * i / n), b1 = (size_t)(total * (i + 1) / n);
+        jobs[i] = whole;
+        jobs[i].src = whole.src + b0 * whole.block_bytes;
+        jobs[i].dst = whole.dst + b0 * whole.block_elems;
+        jobs[i].n_blocks = b1 - b0;
+    }
+    for (unsigned i = 1; i < n; i++)
+        started[i] = pthread_create(&tids[i], NULL, thread_main, &jobs[i]) == 0;
+    run_job(&jobs[0]);
+    /* a thread that could not be started is not an error: its range runs here */
+    for (unsigned i = 1; i < n; i++) {
+        if (started[i])
+            pthread_join(tids[i], NULL);
+        else
+            run_job(&jobs[i]);
+    }
+    return TM_OK;
+}
