@@ -33,6 +33,11 @@ void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print a tm_str safely: control bytes, backslash, quote and invalid UTF-8 escaped. */
 void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes);
 
+/* tools/cli_sigbus.c: from now on a SIGBUS (the mapped file was truncated by another process)
+ * prints "tensormap: NAME changed size while being read" and exits 1. cli_open calls it for
+ * every file it opens; the last name wins. */
+void cli_sigbus_watch(const char *name);
+
 /* The command table, in tools/tensormap.c. */
 extern const cli_command *const cli_commands[];
 const cli_command *cli_find_command(const char *name);
