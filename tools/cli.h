@@ -33,6 +33,19 @@ void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print a tm_str safely: control bytes, backslash, quote and invalid UTF-8 escaped. */
 void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes);
 
+/* Arguments of a command that takes boolean flags and one FILE: `NAME [--flag ...] FILE`.
+ * flags ends with {NULL, NULL}; names without the dashes. --help prints cmd->help. Returns -1
+ * when the command should go on (*file set), otherwise the exit code: CLI_OK after --help,
+ * CLI_USAGE (with a message and the usage line) for an unknown option or not one FILE. */
+typedef struct cli_flag {
+    const char *name;
+    bool *set;
+} cli_flag;
+int cli_simple_args(int argc, char **argv, const cli_command *cmd, const cli_flag *flags,
+                    const char **file);
+/* Flush stdout: CLI_FAIL with a message when the output could not be written, else rc. */
+int cli_finish_output(int rc);
+
 /* tools/cli_sigbus.c: from now on a SIGBUS (the mapped file was truncated by another process)
  * prints "tensormap: NAME changed size while being read" and exits 1. cli_open calls it for
  * every file it opens; the last name wins. */

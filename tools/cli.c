@@ -1,0 +1,144 @@
+/* What every command does the same way: open the file the user named, report a library error,
+ * print a string that came out of a file without letting it drive the terminal. */
+#include "cli_util.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_errorf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tensormap: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_report(const char *context, const tm_error *err)
+{
+    /* The library's messages usually name the offset already ("... at byte 402 ..."); say it
+     * again only when they do not. */
+    char at[48] = "";
+    if (err->offset != TM_NO_OFFSET) {
+        char num[24];
+        snprintf(num, sizeof num, "%" PRIu64, err->offset);
+        if (!strstr(err->message, num))
+            snprintf(at, sizeof at, " (at byte %s)", num);
+    }
+    cli_errorf("%s: %s%s", context, err->message[0] ? err->message : tm_status_str(err->code),
+               at);
+}
+
+tm_file *cli_open(const char *arg, unsigned extra_flags)
+{
+    unsigned flags = cli_open_flags | extra_flags;
+    if (strcmp(arg, "-") == 0)
+        flags |= TM_OPEN_NO_MMAP; /* a pipe cannot be mapped */
+    const char *path = arg;
+    char *resolved = NULL;
+    /* ---- ollama:NAME[:TAG] is resolved here, to the blob the manifest names (cli_ollama.c) */
+    if (strncmp(arg, "ollama:", 7) == 0) {
+        char msg[TM_ERROR_MESSAGE_MAX];
+        resolved = cli_ollama_path(arg + 7, msg, sizeof msg);
+        if (!resolved) {
+            cli_errorf("%s: %s", arg, msg);
+            return NULL;
+        }
+        path = resolved;
+    }
+    tm_file *f = NULL;
+    tm_error err = {0};
+    if (tm_open(path, flags, &f, &err) != TM_OK) {
+        cli_report(arg, &err);
+        f = NULL;
+    } else {
+        cli_sigbus_watch(arg);
+    }
+    free(resolved);
+    return f;
+}
+
+/* Length of the well-formed UTF-8 sequence at p (at most n bytes), or 0 when there is none. */
+static uint64_t utf8_seq(const char *p, uint64_t n)
+{
+    const unsigned char c = (unsigned char)p[0];
+    uint64_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    return len && len <= n && cli_utf8_valid(p, len) ? len : 0;
+}
+
+void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes)
+{
+    const uint64_t n = s.len < max_bytes ? s.len : max_bytes;
+    /* A sequence cut by max_bytes counts as invalid and is escaped, so exactly n bytes of the
+     * string are shown and "and N more bytes" stays true. */
+    for (uint64_t i = 0; i < n;) {
+        const unsigned char c = (unsigned char)s.ptr[i];
+        const uint64_t seq = utf8_seq(s.ptr + i, n - i);
+        if (c == '\\' || c == '"') {
+            fputc('\\', out);
+            fputc(c, out);
+        } else if (c == '\n') {
+            fputs("\\n", out);
+        } else if (c == '\t') {
+            fputs("\\t", out);
+        } else if (c == '\r') {
+            fputs("\\r", out);
+        } else if (c < 0x20 || c == 0x7f || seq == 0) {
+            fprintf(out, "\\x%02x", c);
+        } else {
+            fwrite(s.ptr + i, 1, (size_t)seq, out);
+            i += seq;
+            continue;
+        }
+        i++;
+    }
+}
+
+int cli_simple_args(int argc, char **argv, const cli_command *cmd, const cli_flag *flags,
+                    const char **file)
+{
+    enum { MAX_FLAGS = 16, HELP = MAX_FLAGS };
+    struct option opts[MAX_FLAGS + 2];
+    int n = 0;
+    for (; flags && flags[n].name && n < MAX_FLAGS; n++)
+        opts[n] = (struct option){flags[n].name, no_argument, NULL, n};
+    opts[n] = (struct option){"help", no_argument, NULL, HELP};
+    opts[n + 1] = (struct option){NULL, 0, NULL, 0};
+    optind = 1;
+    opterr = 0; /* our own message below names the command */
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == HELP || c == 'h') {
+            fputs(cmd->help, stdout);
+            return CLI_OK;
+        }
+        if (c < 0 || c >= n) {
+            cli_errorf("%s: unknown option '%s'", cmd->name, argv[optind - 1]);
+            return cli_usage(cmd);
+        }
+        *flags[c].set = true;
+    }
+    if (argc - optind != 1) {
+        if (argc - optind == 0)
+            cli_errorf("%s: no FILE given", cmd->name);
+        else
+            cli_errorf("%s: one FILE at a time", cmd->name);
+        return cli_usage(cmd);
+    }
+    *file = argv[optind];
+    return -1;
+}
+
+int cli_finish_output(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_errorf("could not write the output");
+        return CLI_FAIL;
+    }
+    return rc;
+}
