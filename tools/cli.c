@@ -52,11 +52,10 @@ tm_file *cli_open(const char *arg, unsigned extra_flags)
     }
     tm_file *f = NULL;
     tm_error err = {0};
+    cli_sigbus_watch(arg); /* before tm_open: the header walk reads the mapping too */
     if (tm_open(path, flags, &f, &err) != TM_OK) {
         cli_report(arg, &err);
         f = NULL;
-    } else {
-        cli_sigbus_watch(arg);
     }
     free(resolved);
     return f;
