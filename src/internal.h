@@ -82,10 +82,22 @@ typedef struct tm__type_info {
     uint32_t block_elems;
     uint32_t block_bytes;
 } tm__type_info;
-const tm__type_info *tm__type_info(tm_type type); /* NULL if unknown */
+const tm__type_info *tm__type_get(tm_type type); /* NULL if unknown or removed */
+/* The name of an id ggml removed (4 -> "q4_2"), NULL otherwise. */
+const char *tm__type_removed_name(tm_type type);
 
 /* Checked arithmetic (false on overflow). */
 static inline bool tm__mul_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
 static inline bool tm__add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }
+
+/* An n-byte (n <= 8) little-endian unsigned integer at p, which may be unaligned. Byte by byte,
+ * so it is right on any host; compilers turn it into one load for a constant n. */
+static inline uint64_t tm__load_le(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = n; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
 
 #endif /* TM_INTERNAL_H */
