@@ -1,0 +1,81 @@
+/* What the inspecting and dumping commands share: JSON values (tools/cli_json.c) and tensor
+ * helpers (tools/cli_tensor.c). Everything here uses only include/tensormap.h. */
+#ifndef TM_CLI_UTIL_H
+#define TM_CLI_UTIL_H
+
+#include "cli.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* ---- cli_json.c ---------------------------------------------------------------------------- */
+
+/* An unsigned number, exact: a JSON integer up to INT64_MAX, above that a decimal string
+ * (jansson's integers are signed 64-bit, and a rounded number would not be the file's). */
+json_t *cli_json_u64(uint64_t v);
+/* Read back what cli_json_u64 wrote (an integer >= 0 or a decimal string). */
+bool cli_json_get_u64(const json_t *j, uint64_t *out);
+/* A string from the file: a JSON string when it is valid UTF-8, else {"hex": "..."} so that
+ * every byte survives. */
+json_t *cli_json_str(tm_str s);
+/* Read back what cli_json_str wrote; *bytes is malloc'ed (the caller frees it). */
+bool cli_json_get_bytes(const json_t *j, char **bytes, size_t *len);
+/* The tensor's ne[0..n_dims) as an array. */
+json_t *cli_json_ne(const tm_tensor *t);
+/* A metadata value: scalar, string, or (for arrays) the list of elements. NULL on a type this
+ * tool cannot show (nested arrays) or out of memory. */
+json_t *cli_json_kv_value(const tm_kv *kv);
+/* A float value exactly: a JSON real (17 significant digits round-trip a double, and an f32
+ * widened to double), or for infinities and NaN a string "inf", "-inf", "nan:0xBITS". */
+json_t *cli_json_float(double v, bool is_f32, uint64_t bits);
+/* Print to stdout, indented, and release. CLI_FAIL (with a message) when root is NULL. */
+int cli_json_emit(json_t *root);
+
+/* ---- cli_tensor.c -------------------------------------------------------------------------- */
+
+/* True when s is well-formed UTF-8 (no overlongs, no surrogates). */
+bool cli_utf8_valid(const char *s, uint64_t len);
+/* The usage line of a command (the first line of its help) on stderr; returns CLI_USAGE. */
+int cli_usage(const cli_command *cmd);
+/* Parse a whole decimal number; false on anything else or overflow. */
+bool cli_parse_u64(const char *s, uint64_t *out);
+/* "896 x 151936": ne[0] first, as GGUF stores it. */
+void cli_shape(const tm_tensor *t, char *buf, size_t size);
+/* The block a tensor belongs to, taken out of its name: "blk.N.rest" (GGUF, anywhere after a
+ * '.'), "layers.N.rest" (safetensors' model.layers.N.) or "h.N.rest" (GPT-2). */
+typedef struct cli_block_name {
+    bool in_block;     /* false: the name has no block number (generic is the name itself) */
+    uint64_t block;
+    char *generic;     /* the name with the number replaced by "N", NUL-terminated, owned */
+    size_t rest;       /* where the part after "N." starts in generic (0 when not in a block) */
+} cli_block_name;
+/* One per tensor, in file order; NULL when out of memory. */
+cli_block_name *cli_block_names(const tm_file *f);
+void cli_block_names_free(cli_block_name *names, uint64_t n);
+/* Tensor indices ordered by offset (then by index): malloc'ed, n_tensors entries. */
+uint64_t *cli_offset_order(const tm_file *f);
+/* n rounded up to a multiple of a (a power of two); false on overflow. */
+bool cli_align_up(uint64_t n, uint64_t a, uint64_t *out);
+
+/* Decode elements [first, first + n) of a tensor in chunks of at most chunk elements (both on
+ * block boundaries), calling fn on each chunk in order. Memory is the caller's buffer. A
+ * non-zero return from fn stops the walk and is returned; a decoding error returns -1 with
+ * err filled. */
+typedef int (*cli_chunk_fn)(const float *v, size_t n, void *ctx);
+int cli_decode_chunks(const tm_tensor *t, uint64_t first, uint64_t n, float *buf, size_t chunk,
+                      cli_chunk_fn fn, void *ctx, tm_error *err);
+/* A chunk size in elements for t: about 1 Mi floats, a whole number of blocks. */
+size_t cli_chunk_elems(const tm_tensor *t);
+
+/* ---- cli_ollama.c -------------------------------------------------------------------------- */
+
+/* The blob path of ollama:NAME[:TAG] (spec without the "ollama:" prefix); malloc'ed. On
+ * failure NULL with a message in msg. */
+char *cli_ollama_path(const char *spec, char *msg, size_t msg_size);
+
+/* ---- cli_man.c ----------------------------------------------------------------------------- */
+
+/* The man page, in roff, built from the command table's help texts. */
+void cli_man(FILE *out);
+
+#endif
