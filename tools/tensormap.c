@@ -10,6 +10,9 @@ const cli_command *const cli_commands[] = {
     &cmd_info,
     &cmd_meta,
     &cmd_tensors,
+    &cmd_stack,
+    &cmd_layer,
+    &cmd_check,
     NULL,
 };
 
