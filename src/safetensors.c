@@ -259,21 +259,30 @@ static tm_status append_tensors(tm_file *f, const st_entry *e, size_t n, tm_erro
     return TM_OK;
 }
 
-static tm_status append_kv(tm_file *f, const char *key, size_t key_len, tm_vtype type,
-                           const void *data, uint64_t n_bytes, tm_error *err)
+/* Append a metadata entry, unless seen (the keys so far, across shards) already holds the key:
+ * shards repeat their __metadata__ ({"format": "pt"} in each), and the first one is kept. */
+static tm_status append_kv(tm_file *f, json_t *seen, const char *key, size_t key_len,
+                           tm_vtype type, const void *data, uint64_t n_bytes, uint64_t offset,
+                           tm_error *err)
 {
+    if (seen) {
+        if (json_object_getn(seen, key, key_len))
+            return TM_OK;
+        if (json_object_setn_new_nocheck(seen, key, key_len, json_null()) != 0)
+            return no_memory(err);
+    }
     tm_kv *kv = realloc(f->kvs, (size_t)(f->layout.n_kv + 1) * sizeof *kv);
     if (!kv)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for metadata");
     f->kvs = kv;
     kv[f->layout.n_kv++] = (tm_kv){.key = {key, key_len}, .type = type, .count = 1,
-                                   .data = data, .data_bytes = n_bytes, .offset = TM_NO_OFFSET};
+                                   .data = data, .data_bytes = n_bytes, .offset = offset};
     return TM_OK;
 }
 
 /* "__metadata__": string -> string only, as the reference requires. */
 static tm_status read_metadata(tm_file *f, const st_ctx *c, json_t *meta, size_t index,
-                               size_t count, tm_error *err)
+                               size_t count, json_t *seen, tm_error *err)
 {
     static const char name[] = "__metadata__";
     if (!json_is_object(meta))
@@ -289,17 +298,39 @@ static tm_status read_metadata(tm_file *f, const st_ctx *c, json_t *meta, size_t
             return entry_fail(err, TM_BAD_VALUE, c, index, count, name, sizeof name - 1,
                               "the value of %s is not a string (the format allows only strings)", q);
         }
-        tm_status s = append_kv(f, key, key_len, TM_V_STRING, json_string_value(v),
-                                json_string_length(v), err);
+        tm_status s = append_kv(f, seen, key, key_len, TM_V_STRING, json_string_value(v),
+                                json_string_length(v), entry_offset(c, key, key_len), err);
         if (s != TM_OK)
             return s;
     }
     return TM_OK;
 }
 
+/* A jansson refusal of the JSON starting at file byte base, in our words. */
+static tm_status json_fail(tm_error *err, const json_error_t *je, uint64_t base, const char *what,
+                           const char *noun)
+{
+    uint64_t at = base + (uint64_t)je->position;
+    enum json_error_code code = json_error_code(je);
+    return tm__fail(err, code == json_error_duplicate_key ? TM_DUPLICATE : TM_BAD_VALUE, at,
+                    "%s%s is not valid at byte %llu: %s%s", what, noun, (unsigned long long)at,
+                    code == json_error_duplicate_key ? "a name appears twice: "
+                    : code == json_error_invalid_utf8 ? "invalid UTF-8: " : "", je->text);
+}
+
+/* tm__map_open, with the path in the message (shards and indexes are opened by name). */
+static tm_status map_named(tm__map *m, const char *path, unsigned flags, tm_error *err)
+{
+    tm_error inner = {0};
+    tm_status s = tm__map_open(m, path, flags, &inner);
+    if (s != TM_OK)
+        tm__fail(err, s, inner.offset, "%s: %s", path, inner.message);
+    return s;
+}
+
 /* Walk one mapped safetensors image into f (appending tensors and metadata); fill lay. */
-static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, tm_layout *lay,
-                             tm_error *err)
+static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_t *seen,
+                             tm_layout *lay, tm_error *err)
 {
     const tm__map *m = &f->maps[shard];
     if (m->size < 8)
@@ -318,12 +349,8 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, tm_la
 
     json_error_t je;
     json_t *root = json_loadb((const char *)m->base + 8, (size_t)n, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        uint64_t at = 8 + (uint64_t)je.position;
-        return tm__fail(err, json_error_code(&je) == json_error_duplicate_key ? TM_DUPLICATE : TM_BAD_VALUE,
-                        at, "%sthe JSON header (bytes 8..%llu) is not valid at byte %llu: %s", what,
-                        (unsigned long long)(8 + n), (unsigned long long)at, je.text);
-    }
+    if (!root)
+        return json_fail(err, &je, 8, what, "the JSON header");
     tm_status s = st_keep(f, root, err);
     if (s != TM_OK)
         return s;
@@ -341,7 +368,7 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, tm_la
     json_object_foreach(root, name, v) {
         size_t len = strlen(name);
         if (strcmp(name, "__metadata__") == 0)
-            s = read_metadata(f, &c, v, index, count, err);
+            s = read_metadata(f, &c, v, index, count, seen, err);
         else
             s = read_entry(&c, name, len, v, index, count, &entries[n_tensors++], err);
         if (s != TM_OK)
@@ -416,7 +443,8 @@ static char *join_dir(const char *path, const char *name)
 }
 
 /* The index's "metadata": strings as strings, non-negative integers (total_size) as u64. */
-static tm_status read_index_metadata(tm_file *f, const char *what, json_t *meta, tm_error *err)
+static tm_status read_index_metadata(tm_file *f, const char *what, json_t *meta, json_t *seen,
+                                     tm_error *err)
 {
     if (!meta)
         return TM_OK;
@@ -431,10 +459,11 @@ static tm_status read_index_metadata(tm_file *f, const char *what, json_t *meta,
     json_t *v;
     json_object_foreach(meta, key, v) {
         if (json_is_string(v)) {
-            s = append_kv(f, key, strlen(key), TM_V_STRING, json_string_value(v),
-                          json_string_length(v), err);
+            s = append_kv(f, seen, key, strlen(key), TM_V_STRING, json_string_value(v),
+                          json_string_length(v), TM_NO_OFFSET, err);
         } else if (get_u64(v, &o->numbers[n_numbers])) {
-            s = append_kv(f, key, strlen(key), TM_V_U64, &o->numbers[n_numbers], 8, err);
+            s = append_kv(f, seen, key, strlen(key), TM_V_U64, &o->numbers[n_numbers], 8,
+                          TM_NO_OFFSET, err);
             n_numbers++;
         } else {
             char q[160];
@@ -450,7 +479,7 @@ static tm_status read_index_metadata(tm_file *f, const char *what, json_t *meta,
 
 /* Open every shard the index at index_path names, replacing f->maps. index_root is kept. */
 static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_root,
-                             unsigned flags, tm_error *err)
+                             json_t *seen, unsigned flags, tm_error *err)
 {
     char what[300];
     snprintf(what, sizeof what, "%s: ", index_path);
@@ -510,7 +539,7 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
     }
     for (size_t i = 0; i < n_shards && s == TM_OK; i++) {
         char *path = join_dir(index_path, shards[i]);
-        s = path ? tm__map_open(&maps[i], path, flags, err)
+        s = path ? map_named(&maps[i], path, flags, err)
                  : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
         free(path);
     }
@@ -530,7 +559,7 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
         char swhat[300];
         snprintf(swhat, sizeof swhat, "shard '%s': ", shards[i]);
         uint64_t first = f->layout.n_tensors;
-        s = parse_image(f, i, swhat, &lays[i], err);
+        s = parse_image(f, i, swhat, seen, &lays[i], err);
         if (s != TM_OK)
             goto out;
         for (uint64_t t = first; t < f->layout.n_tensors; t++) {
@@ -592,14 +621,14 @@ out:
 static tm_status parse_index_json(const tm__map *m, const char *label, json_t **out, tm_error *err)
 {
     json_error_t je;
+    char what[300];
+    snprintf(what, sizeof what, "%s: ", label);
     if (m->size > TM_SAFETENSORS_MAX_HEADER)
         return tm__fail(err, TM_LIMIT, 0, "%s: a safetensors index of %llu bytes is over the "
                         "limit of %u", label, (unsigned long long)m->size, TM_SAFETENSORS_MAX_HEADER);
     *out = json_loadb((const char *)m->base, (size_t)m->size, JSON_REJECT_DUPLICATES, &je);
     if (!*out)
-        return tm__fail(err, json_error_code(&je) == json_error_duplicate_key ? TM_DUPLICATE : TM_BAD_VALUE,
-                        (uint64_t)je.position, "%s: not a safetensors index: the JSON is not valid "
-                        "at byte %d: %s", label, je.position, je.text);
+        return json_fail(err, &je, 0, what, "the safetensors index");
     return TM_OK;
 }
 
@@ -607,7 +636,7 @@ static tm_status parse_index_json(const tm__map *m, const char *label, json_t **
 static tm_status load_index(const char *path, unsigned flags, json_t **out, tm_error *err)
 {
     tm__map m = {0};
-    tm_status s = tm__map_open(&m, path, flags, err);
+    tm_status s = map_named(&m, path, flags, err);
     if (s != TM_OK)
         return s;
     s = parse_index_json(&m, path, out, err);
@@ -653,16 +682,20 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
                 s = tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "%s: the index %s names no shard '%s'",
                              m0->path, index_path, base);
         }
+        json_t *seen = json_object(); /* metadata keys so far */
+        if (s == TM_OK && !seen)
+            s = no_memory(err);
         if (s == TM_OK)
             s = read_index_metadata(f, index_path ? index_path : label,
-                                    json_object_get(index, "metadata"), err);
+                                    json_object_get(index, "metadata"), seen, err);
         if (s == TM_OK) {
             char *copy = index_path ? index_path : strdup(label);
             index_path = NULL;
-            s = copy ? open_shards(f, copy, index, flags & ~(unsigned)TM_OPEN_ALL_SHARDS, err)
-                     : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+            s = copy ? open_shards(f, copy, index, seen, flags & ~(unsigned)TM_OPEN_ALL_SHARDS, err)
+                     : no_memory(err);
             free(copy);
         }
+        json_decref(seen);
         free(index_path);
         if (s != TM_OK)
             return s;
@@ -684,7 +717,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
     }
 
     tm_layout lay;
-    s = parse_image(f, 0, "", &lay, err);
+    s = parse_image(f, 0, "", NULL, &lay, err);
     if (s != TM_OK)
         return s;
     lay.n_kv = f->layout.n_kv;
