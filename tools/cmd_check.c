@@ -163,20 +163,20 @@ static void print_text(const char *arg, const tm_file *f, const account *a)
     printf("%s, added up out of its own header\n\n", arg);
     printf("the header, in the pieces it is made of\n");
     if (gguf) {
-        printf("  %-32s %" PRIu64 "\n", "the four numbers at the front", l->head_end);
+        printf("  %-34s %" PRIu64 "\n", "the four numbers at the front", l->head_end);
         char lbl[64];
         snprintf(lbl, sizeof lbl, "%" PRIu64 " metadata entries", l->n_kv);
-        printf("  %-32s %" PRIu64 "\n", lbl, l->kv_end - l->head_end);
+        printf("  %-34s %" PRIu64 "\n", lbl, l->kv_end - l->head_end);
         snprintf(lbl, sizeof lbl, "%" PRIu64 " tensor infos", n);
-        printf("  %-32s %" PRIu64 "\n", lbl, l->infos_end - l->kv_end);
+        printf("  %-34s %" PRIu64 "\n", lbl, l->infos_end - l->kv_end);
         snprintf(lbl, sizeof lbl, "padding to alignment %" PRIu32 "%s", l->alignment,
                  l->alignment_declared ? "" : " (default)");
-        printf("  %-32s %" PRIu64 "\n", lbl, l->padding);
+        printf("  %-34s %" PRIu64 "\n", lbl, l->padding);
     } else {
-        printf("  %-32s %" PRIu64 "\n", "the header length, a u64", l->head_end);
-        printf("  %-32s %" PRIu64 "\n", "the JSON header", l->kv_end - l->head_end);
+        printf("  %-34s %" PRIu64 "\n", "the header length, a u64", l->head_end);
+        printf("  %-34s %" PRIu64 "\n", "the JSON header", l->kv_end - l->head_end);
     }
-    printf("  %-32s %" PRIu64 "\n\n", "tensor data starts at", l->data_start);
+    printf("  %-34s %" PRIu64 "\n\n", "tensor data starts at", l->data_start);
 
     printf("the tensors, gathered by element type\n");
     printf("  %-10s %8s %16s %16s\n", "type", "tensors", "weights", "bytes");
@@ -187,15 +187,15 @@ static void print_text(const char *arg, const tm_file *f, const account *a)
            a->tensor_bytes);
 
     uint64_t sum = l->data_start + a->tensor_bytes + a->align_padding;
-    printf("  %-32s %" PRIu64 "\n", "header and padding", l->data_start);
-    printf("  %-32s %" PRIu64 "\n", "every tensor's bytes", a->tensor_bytes);
-    printf("  %-32s %" PRIu64 "\n", "alignment padding between them", a->align_padding);
-    printf("  %-32s %" PRIu64 "\n", "added together", sum);
-    printf("  %-32s %" PRIu64 "\n", "the file on disk", l->file_size);
+    printf("  %-34s %" PRIu64 "\n", "header and padding", l->data_start);
+    printf("  %-34s %" PRIu64 "\n", "every tensor's bytes", a->tensor_bytes);
+    printf("  %-34s %" PRIu64 "\n", "alignment padding between them", a->align_padding);
+    printf("  %-34s %" PRIu64 "\n", "added together", sum);
+    printf("  %-34s %" PRIu64 "\n", "the file on disk", l->file_size);
     if (l->file_size >= sum)
-        printf("  %-32s %" PRIu64 "\n\n", "left over", l->file_size - sum);
+        printf("  %-34s %" PRIu64 "\n\n", "left over", l->file_size - sum);
     else
-        printf("  %-32s -%" PRIu64 "\n\n", "left over", sum - l->file_size);
+        printf("  %-34s -%" PRIu64 "\n\n", "left over", sum - l->file_size);
 
     printf("%" PRIu64 " tensors start where the one before them ended%s, and %" PRIu64
            " do not\n", a->contiguous, gguf ? " (rounded up to the alignment)" : "",
@@ -219,13 +219,13 @@ static void print_text(const char *arg, const tm_file *f, const account *a)
                    " bytes\n", q, fd->at, l->data_size);
     }
     printf("\nchecks\n");
-    printf("  %-32s %" PRIu64 "\n", "bytes between tensors (gaps)", a->gap_bytes);
-    printf("  %-32s %" PRIu64 "\n", "bytes after the last tensor", a->after_bytes);
-    printf("  %-32s %s\n", "header + data = file size",
+    printf("  %-34s %" PRIu64 "\n", "bytes between tensors (gaps)", a->gap_bytes);
+    printf("  %-34s %" PRIu64 "\n", "bytes after the last tensor", a->after_bytes);
+    printf("  %-34s %s\n", "header + data = file size",
            l->data_start + l->data_size == l->file_size ? "yes" : "NO");
-    printf("  %-32s %s\n", "offsets aligned", count_kind(a, "misaligned") ? "NO" : "yes");
-    printf("  %-32s %s\n", "every tensor inside the file", count_kind(a, "outside") ? "NO" : "yes");
-    printf("  %-32s %s\n\n", "no two tensors overlap", count_kind(a, "overlap") ? "NO" : "yes");
+    printf("  %-34s %s\n", "offsets aligned", count_kind(a, "misaligned") ? "NO" : "yes");
+    printf("  %-34s %s\n", "every tensor inside the file", count_kind(a, "outside") ? "NO" : "yes");
+    printf("  %-34s %s\n\n", "no two tensors overlap", count_kind(a, "overlap") ? "NO" : "yes");
     if (a->ok)
         printf("consistent: %" PRIu64 " + %" PRIu64 " + %" PRIu64 " = %" PRIu64
                ", the file's size, and every tensor starts where the one before it ended\n",

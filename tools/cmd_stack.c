@@ -116,7 +116,7 @@ static bool build(const tm_file *f, const cli_block_name *names, stack *s)
     free(idx);
     qsort(s->rows, s->n_rows, sizeof *s->rows, by_first);
     for (size_t r = 0; r < s->n_rows; r++)
-        s->n_repeating += names[s->rows[r].first].in_block;
+        s->n_repeating += names[s->rows[r].first].in_block && s->rows[r].count > 1;
 
     /* fold the per-tensor entries into one per block */
     qsort(s->blocks, s->n_blocks, sizeof *s->blocks, by_block);

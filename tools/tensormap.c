@@ -13,6 +13,9 @@ const cli_command *const cli_commands[] = {
     &cmd_stack,
     &cmd_layer,
     &cmd_check,
+    &cmd_bytes,
+    &cmd_header,
+    &cmd_write,
     NULL,
 };
 

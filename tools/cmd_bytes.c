@@ -1,0 +1,173 @@
+/* tensormap bytes: the header as bytes, with a name against every field. A format with no
+ * delimiters is a format where position is meaning; this prints the positions. */
+#include "cli_util.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "usage: tensormap bytes [--all] [--json] FILE\n"
+    "\n"
+    "Print the header as bytes with a name against every field: the offset, the field's first\n"
+    "bytes in hex, and what the field is (the magic, the version, the two counts, each metadata\n"
+    "entry, each tensor info, the padding, the start of the tensor data). Arrays show their\n"
+    "first elements, then a line saying how many were skipped.\n"
+    "\n"
+    "  --all     every element of every array\n"
+    "  --json    a JSON array of {offset, size, hex, field}\n";
+
+enum { HEX_SHOWN = 12, ELEMS_SHOWN = 3 };
+
+typedef struct out {
+    const uint8_t *base;
+    uint64_t file_size;
+    json_t *json; /* NULL: text */
+} out;
+
+/* One field: offset, size, the first bytes in hex, a description. */
+__attribute__((format(printf, 5, 6))) static void field(out *o, uint64_t at, uint64_t size,
+                                                         int indent, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    char hex[HEX_SHOWN * 3 + 8] = "";
+    uint64_t shown = size < HEX_SHOWN ? size : HEX_SHOWN;
+    if (at > o->file_size || shown > o->file_size - at)
+        shown = at < o->file_size ? o->file_size - at : 0;
+    for (uint64_t i = 0; i < shown; i++)
+        snprintf(hex + 3 * i, 4, "%02x ", o->base[at + i]);
+    if (shown)
+        hex[3 * shown - 1] = '\0';
+    if (size > shown)
+        strcat(hex, " ...");
+    if (o->json) {
+        json_array_append_new(o->json, json_pack("{s:o, s:o, s:s, s:s}", "offset",
+                                                 cli_json_u64(at), "size", cli_json_u64(size),
+                                                 "hex", hex, "field", what));
+        return;
+    }
+    printf("%10" PRIu64 "  %-*s  %*s%s\n", at, HEX_SHOWN * 3 + 3, hex, indent, "", what);
+}
+
+/* The name of a key or tensor for a description: printable, cut at 80 bytes. */
+static const char *label(tm_str s, char *buf, size_t size)
+{
+    FILE *m = fmemopen(buf, size, "w");
+    if (!m)
+        return "?";
+    cli_print_str(m, s, 80);
+    if (s.len > 80)
+        fputs("...", m);
+    fclose(m);
+    buf[size - 1] = '\0';
+    return buf;
+}
+
+static void array_elements(out *o, const tm_kv *kv, bool all)
+{
+    uint64_t shown = all ? kv->count : (kv->count < ELEMS_SHOWN ? kv->count : ELEMS_SHOWN);
+    uint64_t first_byte = (uint64_t)(kv->data - o->base), skipped_from = first_byte;
+    if (kv->elem_type == TM_V_STRING) {
+        tm_str_iter it;
+        tm_str s;
+        uint64_t i = 0;
+        if (tm_kv_strings(kv, &it) != TM_OK)
+            return;
+        while (i < shown && tm_str_next(&it, &s)) {
+            uint64_t at = (uint64_t)((const uint8_t *)s.ptr - o->base) - 8;
+            char name[128];
+            field(o, at, 8 + s.len, 2, "element %" PRIu64 ": \"%s\"", i, label(s, name, sizeof name));
+            skipped_from = at + 8 + s.len;
+            i++;
+        }
+    } else {
+        uint32_t size = tm_vtype_size(kv->elem_type);
+        for (uint64_t i = 0; i < shown; i++)
+            field(o, first_byte + i * size, size, 2, "element %" PRIu64, i);
+        skipped_from = first_byte + shown * size;
+    }
+    if (shown < kv->count)
+        field(o, skipped_from, first_byte + kv->data_bytes - skipped_from, 2,
+              "... %" PRIu64 " more elements skipped (--all shows them)", kv->count - shown);
+}
+
+static void gguf_fields(out *o, const tm_file *f, bool all)
+{
+    const tm_layout *l = tm_file_layout(f);
+    char name[128];
+    field(o, 0, 4, 0, "magic: the four bytes GGUF");
+    field(o, 4, 4, 0, "version %" PRIu32 ", a u32", l->version);
+    field(o, 8, 8, 0, "how many tensors, a u64: %" PRIu64, l->n_tensors);
+    field(o, 16, 8, 0, "how many metadata entries, a u64: %" PRIu64, l->n_kv);
+    for (uint64_t i = 0; i < tm_n_kv(f); i++) {
+        const tm_kv *kv = tm_kv_at(f, i);
+        if (kv->type == TM_V_ARRAY)
+            field(o, kv->offset, kv->n_bytes, 0, "metadata %" PRIu64 ": %s (array of %" PRIu64 " %s)",
+                  i, label(kv->key, name, sizeof name), kv->count, tm_vtype_name(kv->elem_type));
+        else
+            field(o, kv->offset, kv->n_bytes, 0, "metadata %" PRIu64 ": %s (%s)", i,
+                  label(kv->key, name, sizeof name), tm_vtype_name(kv->type));
+        if (kv->type == TM_V_ARRAY && kv->elem_type != TM_V_ARRAY)
+            array_elements(o, kv, all);
+    }
+    for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
+        const tm_tensor *t = tm_tensor_at(f, i);
+        field(o, t->info_offset, t->info_bytes, 0, "info record %" PRIu64 ": %s", i,
+              label(t->name, name, sizeof name));
+    }
+    field(o, l->infos_end, l->padding, 0, "padding up to the %s alignment of %" PRIu32,
+          l->alignment_declared ? "declared" : "default", l->alignment);
+    field(o, l->data_start, l->data_size, 0, "tensor data: %" PRIu64 " tensors, %" PRIu64 " bytes",
+          l->n_tensors, l->data_size);
+}
+
+static void safetensors_fields(out *o, const tm_file *f)
+{
+    const tm_layout *l = tm_file_layout(f);
+    field(o, 0, 8, 0, "header length, a u64: %" PRIu64, l->kv_end - l->head_end);
+    field(o, 8, l->kv_end - 8, 0, "the JSON header: %" PRIu64 " tensors, %" PRIu64
+          " metadata entries", l->n_tensors, l->n_kv);
+    field(o, l->data_start, l->data_size, 0, "tensor data: %" PRIu64 " bytes", l->data_size);
+}
+
+static int run(int argc, char **argv)
+{
+    bool json = false, all = false;
+    const cli_flag flags[] = {{"json", &json}, {"all", &all}, {NULL, NULL}};
+    const char *arg;
+    int rc = cli_simple_args(argc, argv, &cmd_bytes, flags, &arg);
+    if (rc >= 0)
+        return rc;
+    tm_file *f = cli_open(arg, 0);
+    if (!f)
+        return CLI_FAIL;
+    const tm_layout *l = tm_file_layout(f);
+    out o = {tm_file_bytes(f), l->file_size, json ? json_array() : NULL};
+    if (!json)
+        printf("%s: the header as bytes, with a name against every field\n\n%10s  %-*s  %s\n",
+               arg, "offset", HEX_SHOWN * 3 + 3, "bytes", "field");
+    if (l->format == TM_FORMAT_GGUF)
+        gguf_fields(&o, f, all);
+    else
+        safetensors_fields(&o, f);
+    if (json)
+        rc = cli_json_emit(o.json);
+    else
+        rc = cli_finish_output((printf("%10" PRIu64 "  bytes in the file\n", l->file_size), CLI_OK));
+    tm_close(f);
+    return rc;
+}
+
+const cli_command cmd_bytes = {
+    .name = "bytes",
+    .alias = NULL,
+    .summary = "the header as bytes, with a name against every field",
+    .help = help,
+    .run = run,
+};
