@@ -1,4 +1,323 @@
-/* avx512 kernels (placeholder table: every type falls back to scalar until the kernels land). */
+/* AVX-512 kernels (F, BW, VL, DQ, VBMI + F16C), built with their own -m flags.
+ *
+ * Every kernel performs the scalar kernel's float32 operations, lane by lane, in the same order,
+ * so the output is bit-identical (the file is built with -ffp-contract=off, so no multiply and
+ * add are fused). Loads are unaligned: blocks in a file are only 2-byte aligned.
+ *
+ * The 4- and 5-bit types decode through a lookup table per group: for a group with scale D and
+ * min M the 16 (or 32) possible outputs D * q - M are computed once, with exactly the scalar
+ * operations, into a register, and each output lane picks its entry with vpermps (vpermi2ps for
+ * 32 entries). A lane of the table holds the very float the scalar code computes for that q, so
+ * this is the same arithmetic, done once per distinct q instead of once per element.
+ *
+ * Only the table is exported; every function is static (nothing compiled with -mavx512f may be
+ * reached from code that has not checked the CPU). */
 #include "dequant.h"
 
-const tm__kernels tm__kernels_avx512 = { .name = "avx512" };
+#include <immintrin.h>
+#include <string.h>
+
+static float half(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static __m128i ld128(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+
+/* 16 bytes -> 16 int32 lanes, zero-extended */
+static __m512i u8x16(const uint8_t *p) { return _mm512_cvtepu8_epi32(ld128(p)); }
+
+/* 0.0f, 1.0f, ..., 15.0f: the q of each table lane */
+static __m512 iota16(void)
+{
+    return _mm512_cvtepi32_ps(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+}
+
+/* ---- plain types --------------------------------------------------------------------------- */
+
+static void dequant_f16_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *p = src;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (size_t k = 0; k < 64; k += 16)
+            _mm512_storeu_ps(dst + i + k, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                              (const __m256i *)(const void *)(p + 2 * (i + k)))));
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                      (const __m256i *)(const void *)(p + 2 * i))));
+    if (i < n) { /* masked: no byte past the input is touched */
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + 2 * i)));
+    }
+}
+
+static __m512 bf16x16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+
+static void dequant_bf16_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *p = src;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (size_t k = 0; k < 64; k += 16)
+            _mm512_storeu_ps(dst + i + k, bf16x16(_mm256_loadu_si256(
+                                              (const __m256i *)(const void *)(p + 2 * (i + k)))));
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, bf16x16(_mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * i))));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(dst + i, m, bf16x16(_mm256_maskz_loadu_epi16(m, p + 2 * i)));
+    }
+}
+
+/* ---- 32-element blocks --------------------------------------------------------------------- */
+
+/* q4_0: table T[q] = (float)(q - 8) * d; lane index = the nibble (vpermps reads bits 0..3). */
+static void dequant_q4_0_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m512 q = _mm512_sub_ps(iota16(), _mm512_set1_ps(8.0f)); /* exact: small integers */
+    for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
+        const __m512 t = _mm512_mul_ps(q, _mm512_set1_ps(half(b)));
+        const __m512i x = u8x16(b + 2);
+        _mm512_storeu_ps(dst, _mm512_permutexvar_ps(x, t));
+        _mm512_storeu_ps(dst + 16, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), t));
+    }
+}
+
+/* q4_1: T[q] = (float)q * d + m. */
+static void dequant_q4_1_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m512 q = iota16();
+    for (size_t i = 0; i < n; i++, b += 20, dst += 32) {
+        const __m512 t = _mm512_add_ps(_mm512_mul_ps(q, _mm512_set1_ps(half(b))), _mm512_set1_ps(half(b + 2)));
+        const __m512i x = u8x16(b + 4);
+        _mm512_storeu_ps(dst, _mm512_permutexvar_ps(x, t));
+        _mm512_storeu_ps(dst + 16, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), t));
+    }
+}
+
+/* The 5-bit index of q5_0/q5_1: nibble | the qh bit << 4, set through a mask register. */
+static __m512i q5_index(__m512i nib, uint32_t bits16)
+{
+    return _mm512_mask_or_epi32(nib, (__mmask16)bits16, nib, _mm512_set1_epi32(16));
+}
+
+/* q5_0: two 16-entry tables, T[q] = (float)(q - 16) * d for q = 0..31, picked by vpermi2ps
+ * (bit 4 of the index chooses the table). */
+static void dequant_q5_0_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m512 q_lo = _mm512_sub_ps(iota16(), _mm512_set1_ps(16.0f));
+    const __m512 q_hi = iota16();
+    const __m512i m15 = _mm512_set1_epi32(15);
+    for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
+        const __m512 d = _mm512_set1_ps(half(b));
+        const __m512 t_lo = _mm512_mul_ps(q_lo, d), t_hi = _mm512_mul_ps(q_hi, d);
+        const uint32_t qh = rd32(b + 2);
+        const __m512i x = u8x16(b + 6);
+        const __m512i lo = q5_index(_mm512_and_si512(x, m15), qh);
+        const __m512i hi = q5_index(_mm512_srli_epi32(x, 4), qh >> 16);
+        _mm512_storeu_ps(dst, _mm512_permutex2var_ps(t_lo, lo, t_hi));
+        _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(t_lo, hi, t_hi));
+    }
+}
+
+/* q5_1: T[q] = (float)q * d + m for q = 0..31. */
+static void dequant_q5_1_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m512 q_lo = iota16();
+    const __m512 q_hi = _mm512_add_ps(iota16(), _mm512_set1_ps(16.0f));
+    const __m512i m15 = _mm512_set1_epi32(15);
+    for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
+        const __m512 d = _mm512_set1_ps(half(b)), m = _mm512_set1_ps(half(b + 2));
+        const __m512 t_lo = _mm512_add_ps(_mm512_mul_ps(q_lo, d), m);
+        const __m512 t_hi = _mm512_add_ps(_mm512_mul_ps(q_hi, d), m);
+        const uint32_t qh = rd32(b + 4);
+        const __m512i x = u8x16(b + 8);
+        const __m512i lo = q5_index(_mm512_and_si512(x, m15), qh);
+        const __m512i hi = q5_index(_mm512_srli_epi32(x, 4), qh >> 16);
+        _mm512_storeu_ps(dst, _mm512_permutex2var_ps(t_lo, lo, t_hi));
+        _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(t_lo, hi, t_hi));
+    }
+}
+
+/* q8_0: 256 possible q, so no table: convert and multiply. */
+static void dequant_q8_0_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    for (size_t i = 0; i < n; i++, b += 34, dst += 32) {
+        const __m512 d = _mm512_set1_ps(half(b));
+        const __m512 v0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 2)));
+        const __m512 v1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 18)));
+        _mm512_storeu_ps(dst, _mm512_mul_ps(v0, d));
+        _mm512_storeu_ps(dst + 16, _mm512_mul_ps(v1, d));
+    }
+}
+
+/* ---- 256-element super-blocks -------------------------------------------------------------- */
+
+/* The eight 6-bit scales and eight mins of q4_K/q5_K as 16 bytes (scales then mins), unpacked
+ * with ggml's word arithmetic (same values as the scalar kernel's per-group unpacking). */
+static __m128i k4_scales_mins(const uint8_t *s12)
+{
+    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    const uint32_t a0 = rd32(s12), a1 = rd32(s12 + 4), a2 = rd32(s12 + 8);
+    const uint32_t sc_lo = a0 & m6;
+    const uint32_t sc_hi = (a2 & m4) | ((a0 >> 6) & m2) << 4;
+    const uint32_t mn_lo = a1 & m6;
+    const uint32_t mn_hi = ((a2 >> 4) & m4) | ((a1 >> 6) & m2) << 4;
+    return _mm_set_epi32((int)mn_hi, (int)mn_lo, (int)sc_hi, (int)sc_lo);
+}
+
+/* D[g] = d * sc[g] in lanes 0..7 and M[g] = dmin * m[g] in lanes 8..15. */
+static __m512 k4_dm(const uint8_t *b)
+{
+    const __m512 sm = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(k4_scales_mins(b + 4)));
+    const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(half(b)), _mm256_set1_ps(half(b + 2)), 1);
+    return _mm512_mul_ps(sm, dd);
+}
+
+static __m512 lane(__m512 v, int k) { return _mm512_permutexvar_ps(_mm512_set1_epi32(k), v); }
+
+/* q4_K: per group a table T[q] = D * q - M; the pair's 32 bytes give the low-nibble group
+ * (lanes pick bits 0..3 of each byte) and the high-nibble group (bits 4..7). */
+static void dequant_q4_K_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m512 q = iota16();
+    for (size_t i = 0; i < n; i++, b += 144) {
+        const __m512 dm = k4_dm(b);
+        const uint8_t *qs = b + 16;
+        for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
+            const __m512 t1 = _mm512_sub_ps(_mm512_mul_ps(lane(dm, 2 * p), q), lane(dm, 8 + 2 * p));
+            const __m512 t2 = _mm512_sub_ps(_mm512_mul_ps(lane(dm, 2 * p + 1), q), lane(dm, 9 + 2 * p));
+            const __m512i x0 = u8x16(qs), x1 = u8x16(qs + 16);
+            _mm512_storeu_ps(dst, _mm512_permutexvar_ps(x0, t1));
+            _mm512_storeu_ps(dst + 16, _mm512_permutexvar_ps(x1, t1));
+            _mm512_storeu_ps(dst + 32, _mm512_permutexvar_ps(_mm512_srli_epi32(x0, 4), t2));
+            _mm512_storeu_ps(dst + 48, _mm512_permutexvar_ps(_mm512_srli_epi32(x1, 4), t2));
+        }
+    }
+}
+
+/* q5_K: as q4_K with 32-entry tables; bit 2p (low group) or 2p+1 (high group) of qh[l] is
+ * bit 4 of the index. */
+static void dequant_q5_K_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m512 q_lo = iota16(), q_hi = _mm512_add_ps(iota16(), _mm512_set1_ps(16.0f));
+    const __m512i m15 = _mm512_set1_epi32(15), b16 = _mm512_set1_epi32(16);
+    for (size_t i = 0; i < n; i++, b += 176) {
+        const __m512 dm = k4_dm(b);
+        const __m512i h0 = u8x16(b + 16), h1 = u8x16(b + 32);
+        const uint8_t *qs = b + 48;
+        for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
+            const __m512 d1 = lane(dm, 2 * p), m1 = lane(dm, 8 + 2 * p);
+            const __m512 d2 = lane(dm, 2 * p + 1), m2 = lane(dm, 9 + 2 * p);
+            const __m512 t1a = _mm512_sub_ps(_mm512_mul_ps(d1, q_lo), m1);
+            const __m512 t1b = _mm512_sub_ps(_mm512_mul_ps(d1, q_hi), m1);
+            const __m512 t2a = _mm512_sub_ps(_mm512_mul_ps(d2, q_lo), m2);
+            const __m512 t2b = _mm512_sub_ps(_mm512_mul_ps(d2, q_hi), m2);
+            const __m512i x0 = u8x16(qs), x1 = u8x16(qs + 16);
+            /* bit 4 of each index comes from a qh bit, tested into a mask register */
+            const __mmask16 l0 = _mm512_test_epi32_mask(h0, _mm512_set1_epi32(1 << (2 * p)));
+            const __mmask16 l1 = _mm512_test_epi32_mask(h1, _mm512_set1_epi32(1 << (2 * p)));
+            const __mmask16 u0 = _mm512_test_epi32_mask(h0, _mm512_set1_epi32(2 << (2 * p)));
+            const __mmask16 u1 = _mm512_test_epi32_mask(h1, _mm512_set1_epi32(2 << (2 * p)));
+            const __m512i i0 = _mm512_mask_or_epi32(_mm512_and_si512(x0, m15), l0, _mm512_and_si512(x0, m15), b16);
+            const __m512i i1 = _mm512_mask_or_epi32(_mm512_and_si512(x1, m15), l1, _mm512_and_si512(x1, m15), b16);
+            const __m512i i2 = _mm512_mask_or_epi32(_mm512_srli_epi32(x0, 4), u0, _mm512_srli_epi32(x0, 4), b16);
+            const __m512i i3 = _mm512_mask_or_epi32(_mm512_srli_epi32(x1, 4), u1, _mm512_srli_epi32(x1, 4), b16);
+            _mm512_storeu_ps(dst, _mm512_permutex2var_ps(t1a, i0, t1b));
+            _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(t1a, i1, t1b));
+            _mm512_storeu_ps(dst + 32, _mm512_permutex2var_ps(t2a, i2, t2b));
+            _mm512_storeu_ps(dst + 48, _mm512_permutex2var_ps(t2a, i3, t2b));
+        }
+    }
+}
+
+/* q6_K: 64 bytes of ql and 32 of qh build 128 six-bit values at once as bytes:
+ *   bytes 0..63 of lo = ql & 15 (elements 0..63), of hi = ql >> 4 (elements 64..127);
+ *   qh (broadcast to both 32-byte halves) shifted by 0/2 (lo) or 4/6 (hi) gives bits 4..5.
+ * Each 16 bytes share one scale: (d * scale) is computed once (as the scalar code rounds it)
+ * and multiplies the converted q - 32. */
+static void q6_store16(float *dst, __m128i q8, __m512 ds)
+{
+    const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8));
+    _mm512_storeu_ps(dst, _mm512_mul_ps(ds, v));
+}
+
+static void dequant_q6_K_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(3), k32 = _mm512_set1_epi8(32);
+    /* per-word shifts: the first 32 bytes of a register use one shift, the last 32 another */
+    const __m512i sh_lo = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i sh_hi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+    for (size_t i = 0; i < n; i++, b += 210) {
+        const __m512 d = _mm512_set1_ps(half(b + 208));
+        const __m512 ds = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 192))));
+        for (int h = 0; h < 2; h++, dst += 128) {
+            const __m512i ql = _mm512_loadu_si512(b + 64 * h);
+            const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+                (const __m256i *)(const void *)(b + 128 + 32 * h)));
+            const __m512i hlo = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo), m2), 4);
+            const __m512i hhi = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh_hi), m2), 4);
+            const __m512i lo = _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(ql, m4), hlo), k32);
+            const __m512i hi = _mm512_sub_epi8(
+                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), hhi), k32);
+            /* element 16k..16k+15 of this half uses scale 8h + k */
+            q6_store16(dst, _mm512_extracti32x4_epi32(lo, 0), lane(ds, 8 * h + 0));
+            q6_store16(dst + 16, _mm512_extracti32x4_epi32(lo, 1), lane(ds, 8 * h + 1));
+            q6_store16(dst + 32, _mm512_extracti32x4_epi32(lo, 2), lane(ds, 8 * h + 2));
+            q6_store16(dst + 48, _mm512_extracti32x4_epi32(lo, 3), lane(ds, 8 * h + 3));
+            q6_store16(dst + 64, _mm512_extracti32x4_epi32(hi, 0), lane(ds, 8 * h + 4));
+            q6_store16(dst + 80, _mm512_extracti32x4_epi32(hi, 1), lane(ds, 8 * h + 5));
+            q6_store16(dst + 96, _mm512_extracti32x4_epi32(hi, 2), lane(ds, 8 * h + 6));
+            q6_store16(dst + 112, _mm512_extracti32x4_epi32(hi, 3), lane(ds, 8 * h + 7));
+        }
+    }
+}
+
+/* ---- streaming ----------------------------------------------------------------------------- */
+
+static void stream_avx512(float *dst, const float *src, size_t n)
+{
+    size_t i = 0;
+    for (; i < n && ((uintptr_t)(dst + i) & 63); i++) /* up to the first 64-byte boundary */
+        dst[i] = src[i];
+    for (; i + 16 <= n; i += 16)
+        _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+    for (; i < n; i++)
+        dst[i] = src[i];
+    _mm_sfence();
+}
+
+const tm__kernels tm__kernels_avx512 = {
+    .name = "avx512",
+    .fn = {
+        [TM_TYPE_F16] = dequant_f16_avx512,
+        [TM_TYPE_BF16] = dequant_bf16_avx512,
+        [TM_TYPE_Q4_0] = dequant_q4_0_avx512,
+        [TM_TYPE_Q4_1] = dequant_q4_1_avx512,
+        [TM_TYPE_Q5_0] = dequant_q5_0_avx512,
+        [TM_TYPE_Q5_1] = dequant_q5_1_avx512,
+        [TM_TYPE_Q8_0] = dequant_q8_0_avx512,
+        [TM_TYPE_Q4_K] = dequant_q4_K_avx512,
+        [TM_TYPE_Q5_K] = dequant_q5_K_avx512,
+        [TM_TYPE_Q6_K] = dequant_q6_K_avx512,
+    },
+    .stream = stream_avx512,
+};
