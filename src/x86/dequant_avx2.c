@@ -1,4 +1,280 @@
-/* avx2 kernels (placeholder table: every type falls back to scalar until the kernels land). */
+/* AVX2 (+F16C) kernels, built with their own -m flags.
+ *
+ * Every kernel performs the scalar kernel's float32 operations, lane by lane, in the same order,
+ * so the output is bit-identical (the file is built with -ffp-contract=off: -mfma is on for
+ * this file, but no multiply and add may be fused). Loads are unaligned: blocks in a file are
+ * only 2-byte aligned. Types not listed in the table fall back to the scalar kernel.
+ *
+ * Only the table is exported; every function is static. */
 #include "dequant.h"
 
-const tm__kernels tm__kernels_avx2 = { .name = "avx2" };
+#include <immintrin.h>
+#include <string.h>
+
+static float half(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static __m128i ld128(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+static __m256i ld256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
+
+/* bytes 0..7 / 8..15 of x as eight int32 lanes */
+static __m256 u8lo(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(x)); }
+static __m256 u8hi(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(x, 8))); }
+static __m256 i8lo(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x)); }
+static __m256 i8hi(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(x, 8))); }
+
+/* ---- plain types --------------------------------------------------------------------------- */
+
+static void dequant_f16_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *p = src;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (size_t k = 0; k < 32; k += 8)
+            _mm256_storeu_ps(dst + i + k, _mm256_cvtph_ps(ld128(p + 2 * (i + k))));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(ld128(p + 2 * i)));
+    for (; i < n; i++) /* the same F16C conversion, one at a time: no read past the input */
+        dst[i] = half(p + 2 * i);
+}
+
+static __m256 bf16x8(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+
+static void dequant_bf16_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *p = src;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (size_t k = 0; k < 32; k += 8)
+            _mm256_storeu_ps(dst + i + k, bf16x8(ld128(p + 2 * (i + k))));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, bf16x8(ld128(p + 2 * i)));
+    for (; i < n; i++) {
+        const uint32_t u = (uint32_t)(p[2 * i] | p[2 * i + 1] << 8) << 16;
+        memcpy(&dst[i], &u, sizeof u);
+    }
+}
+
+/* ---- 32-element blocks --------------------------------------------------------------------- */
+
+static __m128i low_nibbles(__m128i x) { return _mm_and_si128(x, _mm_set1_epi8(15)); }
+static __m128i high_nibbles(__m128i x) { return _mm_and_si128(_mm_srli_epi16(x, 4), _mm_set1_epi8(15)); }
+
+/* q4_0: (float)(q - 8) * d; q - 8 is formed as a byte (exact), then converted. */
+static void dequant_q4_0_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m128i k8 = _mm_set1_epi8(8);
+    for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
+        const __m256 d = _mm256_set1_ps(half(b));
+        const __m128i x = ld128(b + 2);
+        const __m128i lo = _mm_sub_epi8(low_nibbles(x), k8), hi = _mm_sub_epi8(high_nibbles(x), k8);
+        _mm256_storeu_ps(dst, _mm256_mul_ps(i8lo(lo), d));
+        _mm256_storeu_ps(dst + 8, _mm256_mul_ps(i8hi(lo), d));
+        _mm256_storeu_ps(dst + 16, _mm256_mul_ps(i8lo(hi), d));
+        _mm256_storeu_ps(dst + 24, _mm256_mul_ps(i8hi(hi), d));
+    }
+}
+
+/* q4_1: (float)q * d + m, product rounded first. */
+static void dequant_q4_1_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    for (size_t i = 0; i < n; i++, b += 20, dst += 32) {
+        const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));
+        const __m128i x = ld128(b + 4);
+        const __m128i lo = low_nibbles(x), hi = high_nibbles(x);
+        _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_mul_ps(u8lo(lo), d), m));
+        _mm256_storeu_ps(dst + 8, _mm256_add_ps(_mm256_mul_ps(u8hi(lo), d), m));
+        _mm256_storeu_ps(dst + 16, _mm256_add_ps(_mm256_mul_ps(u8lo(hi), d), m));
+        _mm256_storeu_ps(dst + 24, _mm256_add_ps(_mm256_mul_ps(u8hi(hi), d), m));
+    }
+}
+
+/* The 5-bit values of q5_0/q5_1 as four vectors of eight int32: nibble | (bit of qh) << 4.
+ * Lane k of output vector v takes qh bit 8v + k (elements 0..15 use bits 0..15 with the low
+ * nibbles, elements 16..31 bits 16..31 with the high nibbles). */
+static void q5_values(const uint8_t *qs, uint32_t qh, __m256i out[4])
+{
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i hb = _mm256_set1_epi32((int)qh);
+    const __m128i x = ld128(qs);
+    const __m128i lo = low_nibbles(x), hi = high_nibbles(x);
+    const __m256i nib[4] = {
+        _mm256_cvtepu8_epi32(lo), _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)),
+        _mm256_cvtepu8_epi32(hi), _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)),
+    };
+    for (int v = 0; v < 4; v++) {
+        const __m256i shift = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                               _mm256_set1_epi32(8 * v));
+        const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(hb, shift), one);
+        out[v] = _mm256_or_si256(nib[v], _mm256_slli_epi32(bit, 4));
+    }
+}
+
+/* q5_0: (float)(q - 16) * d. */
+static void dequant_q5_0_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m256i k16 = _mm256_set1_epi32(16);
+    for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
+        const __m256 d = _mm256_set1_ps(half(b));
+        __m256i q[4];
+        q5_values(b + 6, rd32(b + 2), q);
+        for (int v = 0; v < 4; v++)
+            _mm256_storeu_ps(dst + 8 * v, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q[v], k16)), d));
+    }
+}
+
+/* q5_1: (float)q * d + m. */
+static void dequant_q5_1_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
+        const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));
+        __m256i q[4];
+        q5_values(b + 8, rd32(b + 4), q);
+        for (int v = 0; v < 4; v++)
+            _mm256_storeu_ps(dst + 8 * v, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q[v]), d), m));
+    }
+}
+
+/* q8_0: (float)q * d. */
+static void dequant_q8_0_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    for (size_t i = 0; i < n; i++, b += 34, dst += 32) {
+        const __m256 d = _mm256_set1_ps(half(b));
+        const __m128i x0 = ld128(b + 2), x1 = ld128(b + 18);
+        _mm256_storeu_ps(dst, _mm256_mul_ps(i8lo(x0), d));
+        _mm256_storeu_ps(dst + 8, _mm256_mul_ps(i8hi(x0), d));
+        _mm256_storeu_ps(dst + 16, _mm256_mul_ps(i8lo(x1), d));
+        _mm256_storeu_ps(dst + 24, _mm256_mul_ps(i8hi(x1), d));
+    }
+}
+
+/* ---- 256-element super-blocks -------------------------------------------------------------- */
+
+/* The 6-bit scale and min of group g of q4_K (as the scalar kernel unpacks them). */
+static void k4_scale_min(const uint8_t *s, int g, unsigned *sc, unsigned *m)
+{
+    if (g < 4) {
+        *sc = s[g] & 63u;
+        *m = s[g + 4] & 63u;
+    } else {
+        *sc = (s[g + 4] & 15u) | (unsigned)(s[g - 4] >> 6) << 4;
+        *m = (unsigned)(s[g + 4] >> 4) | (unsigned)(s[g] >> 6) << 4;
+    }
+}
+
+/* 16 nibbles (already isolated, as bytes) -> D * q - M into dst[0..15]. */
+static void k4_store16(float *dst, __m128i q, __m256 d, __m256 m)
+{
+    _mm256_storeu_ps(dst, _mm256_sub_ps(_mm256_mul_ps(d, u8lo(q)), m));
+    _mm256_storeu_ps(dst + 8, _mm256_sub_ps(_mm256_mul_ps(d, u8hi(q)), m));
+}
+
+/* q4_K: (d * sc) * q - (dmin * m), one scale and min per 32 elements. */
+static void dequant_q4_K_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    for (size_t i = 0; i < n; i++, b += 144) {
+        const float d = half(b), dmin = half(b + 2);
+        const uint8_t *qs = b + 16;
+        for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
+            unsigned sc, m;
+            k4_scale_min(b + 4, 2 * p, &sc, &m);
+            const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)m);
+            k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
+            const __m256 d2 = _mm256_set1_ps(d * (float)sc), m2 = _mm256_set1_ps(dmin * (float)m);
+            const __m128i x0 = ld128(qs), x1 = ld128(qs + 16);
+            k4_store16(dst, low_nibbles(x0), d1, m1);
+            k4_store16(dst + 16, low_nibbles(x1), d1, m1);
+            k4_store16(dst + 32, high_nibbles(x0), d2, m2);
+            k4_store16(dst + 48, high_nibbles(x1), d2, m2);
+        }
+    }
+}
+
+/* 16 signed bytes times one scale into dst[0..15]: (d * scale) * q. */
+static void q6_store16(float *dst, __m128i q, __m256 ds)
+{
+    _mm256_storeu_ps(dst, _mm256_mul_ps(ds, i8lo(q)));
+    _mm256_storeu_ps(dst + 8, _mm256_mul_ps(ds, i8hi(q)));
+}
+
+/* 32 six-bit values as signed bytes: (nibbles) | ((qh >> shift) & 3) << 4, minus 32. */
+static __m256i q6_bytes(__m256i nib, __m256i qh, int shift)
+{
+    const __m256i h = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(3));
+    return _mm256_sub_epi8(_mm256_or_si256(nib, _mm256_slli_epi16(h, 4)), _mm256_set1_epi8(32));
+}
+
+/* q6_K: per half, the four runs of 32 elements (l, l+32, l+64, l+96) each built as 32 bytes;
+ * each 16 elements share one scale, (d * scale) rounded before it multiplies q. */
+static void dequant_q6_K_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (size_t i = 0; i < n; i++, b += 210) {
+        const float d = half(b + 208);
+        const int8_t *sc = (const int8_t *)(const void *)(b + 192);
+        for (int h = 0; h < 2; h++, dst += 128, sc += 8) {
+            const __m256i ql0 = ld256(b + 64 * h), ql1 = ld256(b + 64 * h + 32);
+            const __m256i qh = ld256(b + 128 + 32 * h);
+            const __m256i q[4] = {
+                q6_bytes(_mm256_and_si256(ql0, m4), qh, 0),
+                q6_bytes(_mm256_and_si256(ql1, m4), qh, 2),
+                q6_bytes(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), qh, 4),
+                q6_bytes(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), qh, 6),
+            };
+            for (int k = 0; k < 4; k++) {
+                const __m256 s0 = _mm256_set1_ps(d * (float)sc[2 * k]);
+                const __m256 s1 = _mm256_set1_ps(d * (float)sc[2 * k + 1]);
+                q6_store16(dst + 32 * k, _mm256_castsi256_si128(q[k]), s0);
+                q6_store16(dst + 32 * k + 16, _mm256_extracti128_si256(q[k], 1), s1);
+            }
+        }
+    }
+}
+
+/* ---- streaming ----------------------------------------------------------------------------- */
+
+static void stream_avx2(float *dst, const float *src, size_t n)
+{
+    size_t i = 0;
+    for (; i < n && ((uintptr_t)(dst + i) & 31); i++) /* up to the first 32-byte boundary */
+        dst[i] = src[i];
+    for (; i + 8 <= n; i += 8)
+        _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
+    for (; i < n; i++)
+        dst[i] = src[i];
+    _mm_sfence();
+}
+
+const tm__kernels tm__kernels_avx2 = {
+    .name = "avx2",
+    .fn = {
+        [TM_TYPE_F16] = dequant_f16_avx2,
+        [TM_TYPE_BF16] = dequant_bf16_avx2,
+        [TM_TYPE_Q4_0] = dequant_q4_0_avx2,
+        [TM_TYPE_Q4_1] = dequant_q4_1_avx2,
+        [TM_TYPE_Q5_0] = dequant_q5_0_avx2,
+        [TM_TYPE_Q5_1] = dequant_q5_1_avx2,
+        [TM_TYPE_Q8_0] = dequant_q8_0_avx2,
+        [TM_TYPE_Q4_K] = dequant_q4_K_avx2,
+        [TM_TYPE_Q6_K] = dequant_q6_K_avx2,
+    },
+    .stream = stream_avx2,
+};
