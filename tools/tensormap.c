@@ -16,6 +16,7 @@ const cli_command *const cli_commands[] = {
     &cmd_bytes,
     &cmd_header,
     &cmd_write,
+    &cmd_compare,
     NULL,
 };
 

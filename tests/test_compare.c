@@ -1,0 +1,349 @@
+/* tensormap compare, end to end: a tiny llama-shaped checkpoint (BF16 weights and norms, tied
+ * embeddings) as safetensors, and its conversion written here the way llama.cpp's converter
+ * writes it (llama.cpp names, ne reversed, query/key rows permuted, norms widened to F32, the
+ * output stored, a generated rope_freqs.weight) with the project's GGUF writer. The permutation
+ * and the widening are this file's own code, from the converter's definition. */
+#include "st_writer.h"
+#include "tensormap.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { EMBD = 8, N_HEAD = 2, N_HEAD_KV = 1, HD = EMBD / N_HEAD, FF = 16, VOCAB = 10, LAYERS = 2 };
+
+/* One HF tensor: name, PyTorch shape, and (for llama's q/k) how many heads were permuted. */
+typedef struct spec {
+    char hf[96], gguf[96];
+    uint64_t rows, cols;      /* cols 0: a 1-d tensor of rows values */
+    int heads;                /* 0: not permuted */
+    int is_norm;
+} spec;
+
+static spec specs[64];
+static int n_specs;
+
+static void add_spec(const char *hf, const char *gguf, uint64_t rows, uint64_t cols, int heads,
+                     int is_norm)
+{
+    spec *s = &specs[n_specs++];
+    snprintf(s->hf, sizeof s->hf, "%s", hf);
+    snprintf(s->gguf, sizeof s->gguf, "%s", gguf);
+    s->rows = rows;
+    s->cols = cols;
+    s->heads = heads;
+    s->is_norm = is_norm;
+}
+
+static void make_specs(void)
+{
+    n_specs = 0;
+    add_spec("model.embed_tokens.weight", "token_embd.weight", VOCAB, EMBD, 0, 0);
+    for (int l = 0; l < LAYERS; l++) {
+        char hf[96], gg[96];
+#define LAYER(hfpart, ggpart, rows, cols, heads, norm)                                 \
+        snprintf(hf, sizeof hf, "model.layers.%d.%s", l, hfpart);                       \
+        snprintf(gg, sizeof gg, "blk.%d.%s", l, ggpart);                                \
+        add_spec(hf, gg, rows, cols, heads, norm);
+        LAYER("self_attn.q_proj.weight", "attn_q.weight", EMBD, EMBD, N_HEAD, 0)
+        LAYER("self_attn.k_proj.weight", "attn_k.weight", N_HEAD_KV * HD, EMBD, N_HEAD_KV, 0)
+        LAYER("self_attn.v_proj.weight", "attn_v.weight", N_HEAD_KV * HD, EMBD, 0, 0)
+        LAYER("self_attn.o_proj.weight", "attn_output.weight", EMBD, EMBD, 0, 0)
+        LAYER("mlp.gate_proj.weight", "ffn_gate.weight", FF, EMBD, 0, 0)
+        LAYER("mlp.up_proj.weight", "ffn_up.weight", FF, EMBD, 0, 0)
+        LAYER("mlp.down_proj.weight", "ffn_down.weight", EMBD, FF, 0, 0)
+        LAYER("input_layernorm.weight", "attn_norm.weight", EMBD, 0, 0, 1)
+        LAYER("post_attention_layernorm.weight", "ffn_norm.weight", EMBD, 0, 0, 1)
+#undef LAYER
+    }
+    add_spec("model.norm.weight", "output_norm.weight", EMBD, 0, 0, 1);
+}
+
+/* Deterministic BF16 values in (-2, 2): the top half of a float's bits. */
+static uint32_t rng = 12345;
+static uint16_t next_bf16(void)
+{
+    rng = rng * 1664525u + 1013904223u;
+    float v = ((float)(rng >> 8) / 16777216.0f) * 4.0f - 2.0f;
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    return (uint16_t)(bits >> 16);
+}
+
+/* convert_hf_to_gguf.py permute(): w.reshape(n_head, 2, rows/n_head/2, cols).swapaxes(1, 2)
+ * .reshape(rows, cols): out[h][i][j] = in[h][j][i] over (head, half, pair) row coordinates. */
+static void permute_rows(const uint16_t *in, uint16_t *out, uint64_t rows, uint64_t cols, int n_head)
+{
+    uint64_t half = rows / (uint64_t)n_head / 2;
+    for (uint64_t h = 0; h < (uint64_t)n_head; h++)
+        for (uint64_t i = 0; i < half; i++)
+            for (uint64_t j = 0; j < 2; j++) {
+                uint64_t out_row = (h * half + i) * 2 + j, in_row = (h * 2 + j) * half + i;
+                memcpy(out + out_row * cols, in + in_row * cols, cols * sizeof *in);
+            }
+}
+
+static char dir[64], st_path[128], gguf_path[128];
+
+static void setup(void)
+{
+    strcpy(dir, "/tmp/tm_cmp_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(st_path, sizeof st_path, "%s/model.safetensors", dir);
+    snprintf(gguf_path, sizeof gguf_path, "%s/model.gguf", dir);
+    make_specs();
+}
+
+static void teardown(void)
+{
+    unlink(st_path);
+    unlink(gguf_path);
+    rmdir(dir);
+}
+
+/* What to do differently from a faithful conversion. */
+typedef struct variant {
+    const char *arch;          /* "llama" unless set */
+    const char *poke;          /* GGUF tensor whose element poke_at is one bf16 ulp off */
+    uint64_t poke_at;
+    int drop_output;           /* the GGUF leaves out output.weight (tied) */
+} variant;
+
+static void write_pair(const variant *v)
+{
+    rng = 12345;
+    st_writer *sw = st_writer_new();
+    st_writer_meta(sw, "format", "pt");
+    tm_writer *gw = NULL;
+    tm_error err = {0};
+    cr_assert_eq(tm_writer_new(&gw, &err), TM_OK, "%s", err.message);
+    const char *arch = v->arch ? v->arch : "llama";
+    char key[64];
+    uint32_t u;
+    cr_assert_eq(tm_writer_kv_str(gw, "general.architecture", arch, strlen(arch), &err), TM_OK);
+    snprintf(key, sizeof key, "%s.attention.head_count", arch);
+    u = N_HEAD;
+    cr_assert_eq(tm_writer_kv_scalar(gw, key, TM_V_U32, &u, &err), TM_OK);
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    u = N_HEAD_KV;
+    cr_assert_eq(tm_writer_kv_scalar(gw, key, TM_V_U32, &u, &err), TM_OK);
+
+    /* buffers stay alive until tm_writer_finish (the writer references them) */
+    void *keep[128];
+    int n_keep = 0;
+    for (int i = 0; i < n_specs; i++) {
+        const spec *s = &specs[i];
+        uint64_t n = s->rows * (s->cols ? s->cols : 1);
+        uint16_t *hf = malloc(n * 2), *conv = malloc(n * 2);
+        for (uint64_t k = 0; k < n; k++)
+            hf[k] = next_bf16();
+        uint64_t shape[2] = {s->rows, s->cols};
+        st_writer_add(sw, s->hf, "BF16", s->cols ? 2 : 1, shape, hf, n * 2);
+        if (s->heads)
+            permute_rows(hf, conv, s->rows, s->cols, s->heads);
+        else
+            memcpy(conv, hf, n * 2);
+        uint64_t ne[2] = {s->cols ? s->cols : s->rows, s->rows};
+        void *data = conv;
+        tm_type type = TM_TYPE_BF16;
+        if (s->is_norm) { /* the converter stores norms as F32: BF16 widened exactly */
+            uint32_t *f = malloc(n * 4);
+            for (uint64_t k = 0; k < n; k++)
+                f[k] = (uint32_t)conv[k] << 16;
+            data = f;
+            type = TM_TYPE_F32;
+            keep[n_keep++] = f;
+        }
+        if (v->poke && strcmp(v->poke, s->gguf) == 0) {
+            cr_assert(!s->is_norm);
+            conv[v->poke_at] ^= 0x0001; /* one ulp of bf16 */
+        }
+        cr_assert_eq(tm_writer_tensor(gw, s->gguf, type, s->cols ? 2 : 1, ne, data, &err), TM_OK,
+                     "%s", err.message);
+        if (strcmp(s->gguf, "token_embd.weight") == 0 && !v->drop_output)
+            cr_assert_eq(tm_writer_tensor(gw, "output.weight", type, 2, ne, data, &err), TM_OK);
+        keep[n_keep++] = hf;
+        keep[n_keep++] = conv;
+    }
+    static const float rope[HD / 2] = {1.0f, 0.5f};
+    const uint64_t rope_ne[1] = {HD / 2};
+    cr_assert_eq(tm_writer_tensor(gw, "rope_freqs.weight", TM_TYPE_F32, 1, rope_ne, rope, &err), TM_OK);
+    cr_assert_eq(tm_writer_finish(gw, gguf_path, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(st_writer_write(sw, st_path), 0);
+    st_writer_free(sw);
+    for (int i = 0; i < n_keep; i++)
+        free(keep[i]);
+}
+
+/* Run the tool; its stdout into out (NUL-terminated); returns the exit status. */
+static int run_tool(const char *args, char *out, size_t cap)
+{
+    const char *tool = getenv("TM_TOOL");
+    cr_assert_not_null(tool, "TM_TOOL is not set (run the tests through make)");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s", tool, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    cr_assert(WIFEXITED(st), "%s did not exit", cmd);
+    return WEXITSTATUS(st);
+}
+
+static json_t *run_json(const char *a, const char *b, const char *extra, int *rc)
+{
+    static char out[1 << 20];
+    char args[512];
+    snprintf(args, sizeof args, "compare --json %s %s %s", extra, a, b);
+    *rc = run_tool(args, out, sizeof out);
+    json_error_t je;
+    json_t *j = json_loads(out, 0, &je);
+    cr_assert_not_null(j, "not JSON (%s): %s", je.text, out);
+    return j;
+}
+
+static uint64_t summary(json_t *j, const char *key)
+{
+    json_t *v = json_object_get(json_object_get(j, "summary"), key);
+    cr_assert(json_is_integer(v), "summary.%s missing", key);
+    return (uint64_t)json_integer_value(v);
+}
+
+/* pairs: one per HF tensor plus the GGUF's output tied to the embedding */
+#define N_PAIRS (1 + LAYERS * 9 + 1 + 1)
+
+Test(compare, faithful_conversion_matches, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){0});
+    static char out[1 << 16];
+    char args[512];
+    snprintf(args, sizeof args, "compare %s %s", st_path, gguf_path);
+    int rc = run_tool(args, out, sizeof out);
+    cr_expect_eq(rc, 0, "%s", out);
+    char want[64];
+    snprintf(want, sizeof want, "exact matches                      %d / %d", N_PAIRS, N_PAIRS);
+    cr_expect(strstr(out, want), "no '%s' in:\n%s", want, out);
+    cr_expect(strstr(out, "only in B: rope_freqs.weight"), "%s", out);
+    cr_expect(strstr(out, "rows un-permuted"), "%s", out);
+
+    json_t *j = run_json(st_path, gguf_path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), N_PAIRS);
+    cr_expect_eq(summary(j, "differing"), 0);
+    cr_expect_eq(summary(j, "only_a"), 0);
+    cr_expect_eq(summary(j, "only_b"), 1);
+    cr_expect_eq(summary(j, "rows_unpermuted"), 2 * LAYERS);
+    json_t *only_b = json_array_get(json_object_get(j, "only_b"), 0);
+    cr_expect_str_eq(json_string_value(json_object_get(only_b, "name")), "rope_freqs.weight");
+    json_decref(j);
+}
+
+Test(compare, either_order, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){0});
+    int rc;
+    json_t *j = run_json(gguf_path, st_path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), N_PAIRS);
+    cr_expect_eq(summary(j, "only_a"), 1, "rope_freqs.weight is now on side A");
+    json_decref(j);
+}
+
+Test(compare, tied_output_absent_from_gguf, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){.drop_output = 1});
+    int rc;
+    json_t *j = run_json(st_path, gguf_path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), N_PAIRS - 1);
+    json_decref(j);
+}
+
+/* One planted difference: exactly one value of one tensor, in a permuted one (so the index
+ * arithmetic of the un-permutation is checked too). */
+Test(compare, one_changed_value_is_found, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){.poke = "blk.1.attn_k.weight", .poke_at = 13});
+    int rc;
+    json_t *j = run_json(st_path, gguf_path, "", &rc);
+    cr_expect_eq(rc, 1);
+    cr_expect_eq(summary(j, "differing"), 1);
+    cr_expect_eq(summary(j, "exact"), N_PAIRS - 1);
+    size_t i;
+    json_t *p;
+    int seen = 0;
+    json_array_foreach(json_object_get(j, "pairs"), i, p) {
+        if (strcmp(json_string_value(json_object_get(p, "status")), "differs") != 0)
+            continue;
+        seen++;
+        cr_expect_str_eq(json_string_value(json_object_get(p, "b")), "blk.1.attn_k.weight");
+        cr_expect_eq(json_integer_value(json_object_get(p, "n_differing")), 1);
+        cr_expect(json_real_value(json_object_get(p, "max_abs")) > 0);
+    }
+    cr_expect_eq(seen, 1);
+    json_decref(j);
+
+    static char out[1 << 16];
+    char args[512];
+    snprintf(args, sizeof args, "compare %s %s", st_path, gguf_path);
+    cr_expect_eq(run_tool(args, out, sizeof out), 1);
+    cr_expect(strstr(out, "DIFFERS  model.layers.1.self_attn.k_proj.weight = blk.1.attn_k.weight"),
+              "%s", out);
+    cr_expect(strstr(out, "1 of 32 values differ"), "%s", out);
+    cr_expect(strstr(out, "MISMATCH"), "%s", out);
+}
+
+Test(compare, tolerance_accepts_a_small_difference, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){.poke = "blk.0.ffn_up.weight", .poke_at = 5});
+    int rc;
+    json_t *j = run_json(st_path, gguf_path, "--tolerance 0.05", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "within_tolerance"), 1);
+    cr_expect_eq(summary(j, "differing"), 0);
+    json_decref(j);
+    j = run_json(st_path, gguf_path, "--tolerance 1e-9", &rc);
+    cr_expect_eq(rc, 1);
+    json_decref(j);
+}
+
+/* Without the llama permutation (qwen2 is converted without it), the permuted rows differ:
+ * the un-permutation is what makes the faithful conversion match. */
+Test(compare, permutation_is_needed, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){.arch = "qwen2"});
+    int rc;
+    json_t *j = run_json(st_path, gguf_path, "", &rc);
+    cr_expect_eq(rc, 1);
+    cr_expect_eq(summary(j, "differing"), 2 * LAYERS, "attn_q and attn_k of each layer");
+    cr_expect_eq(summary(j, "exact"), N_PAIRS - 2 * LAYERS);
+    json_decref(j);
+}
+
+Test(compare, same_format_by_name, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){0});
+    int rc;
+    json_t *j = run_json(st_path, st_path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), (uint64_t)n_specs);
+    cr_expect_eq(json_is_true(json_object_get(json_object_get(j, "summary"), "names_mapped")), 0);
+    json_decref(j);
+    j = run_json(gguf_path, gguf_path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), (uint64_t)n_specs + 2);
+    json_decref(j);
+}
+
+Test(compare, usage_errors, .init = setup, .fini = teardown)
+{
+    static char out[4096];
+    cr_expect_eq(run_tool("compare only_one_file 2>/dev/null", out, sizeof out), 2);
+    cr_expect_eq(run_tool("compare --tolerance -1 a b 2>/dev/null", out, sizeof out), 2);
+    cr_expect_eq(run_tool("compare /nonexistent/a /nonexistent/b 2>/dev/null", out, sizeof out), 1);
+}

@@ -1,0 +1,593 @@
+/* tensormap compare: audit a conversion tensor by tensor, after decoding both sides to float32
+ * (the second seed document's audit). Same format: tensors pair by name. Safetensors (Hugging
+ * Face names) against GGUF (llama.cpp names): names are mapped for the llama and qwen2
+ * families, and for llama the row permutation llama.cpp's converter applies to the query and
+ * key projections is undone. Decoding goes in bounded chunks, never a whole big tensor. */
+#include "cli_util.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "usage: tensormap compare [--tolerance X] [--all-shards] [--json] A B\n"
+    "\n"
+    "Compare two checkpoints tensor by tensor after decoding both to float32. GGUF with GGUF and\n"
+    "safetensors with safetensors pair tensors by name. Safetensors with GGUF (either order)\n"
+    "maps Hugging Face names to llama.cpp's for the llama and qwen2 families\n"
+    "(model.layers.N.self_attn.q_proj.weight is blk.N.attn_q.weight, model.embed_tokens is\n"
+    "token_embd, lm_head is output, a missing lm_head or output is the tied embedding), and for\n"
+    "llama undoes the converter's row permutation of attn_q and attn_k (n_head and n_head_kv\n"
+    "from the GGUF's attention.head_count and head_count_kv). Shapes are compared row length\n"
+    "first (ne), which is the safetensors shape reversed.\n"
+    "\n"
+    "Each pair prints whether it is exact, how many values differ, the largest absolute and\n"
+    "relative difference (relative to A's value, over A's non-zero values), and when either side\n"
+    "is quantized the RMSE and the largest error as a share of A's range. Tensors on one side\n"
+    "only are listed. Exit status 0 only when every pair matched within the tolerance and every\n"
+    "safetensors tensor (every tensor, when both files are of one format) was accounted for; a\n"
+    "tensor only in the GGUF (a generated rope_freqs.weight) is listed but does not fail.\n"
+    "\n"
+    "  --tolerance X  largest absolute difference that still matches (default 0: exact; NaN\n"
+    "                 matches NaN)\n"
+    "  --all-shards   a safetensors shard opens its whole checkpoint (through the sibling\n"
+    "                 model.safetensors.index.json)\n"
+    "  --json         one JSON object: the pairs, the one-sided tensors and the summary\n";
+
+/* Floats decoded per side per step: 4 MiB each. */
+#define CHUNK_FLOATS ((size_t)1 << 20)
+/* A permuted tensor is decoded a whole head at a time; refuse heads larger than this. */
+#define MAX_HEAD_FLOATS ((size_t)1 << 28)
+
+/* ---- names: Hugging Face <-> llama.cpp --------------------------------------------------- */
+
+static const struct part {
+    const char *hf, *gguf;
+} layer_parts[] = {
+    {"self_attn.q_proj", "attn_q"},   {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},   {"self_attn.o_proj", "attn_output"},
+    {"mlp.gate_proj", "ffn_gate"},    {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},    {"input_layernorm", "attn_norm"},
+    {"post_attention_layernorm", "ffn_norm"},
+}, top_parts[] = {
+    {"model.embed_tokens", "token_embd"},
+    {"model.norm", "output_norm"},
+    {"lm_head", "output"},
+};
+
+enum { PERM_NONE, PERM_Q, PERM_K };
+
+/* The llama.cpp name of a Hugging Face tensor name, into out; false when there is none. *perm
+ * says whether it is a query or key projection (weight or bias). */
+static bool hf_to_gguf(tm_str name, char *out, size_t cap, int *perm)
+{
+    char hf[256];
+    if (name.len >= sizeof hf)
+        return false;
+    memcpy(hf, name.ptr, (size_t)name.len);
+    hf[name.len] = 0;
+    *perm = PERM_NONE;
+    const char *suffix = strrchr(hf, '.');
+    if (!suffix || (strcmp(suffix, ".weight") != 0 && strcmp(suffix, ".bias") != 0))
+        return false;
+    size_t stem = (size_t)(suffix - hf);
+    for (size_t i = 0; i < sizeof top_parts / sizeof top_parts[0]; i++)
+        if (strlen(top_parts[i].hf) == stem && strncmp(hf, top_parts[i].hf, stem) == 0)
+            return snprintf(out, cap, "%s%s", top_parts[i].gguf, suffix) < (int)cap;
+    static const char layers[] = "model.layers.";
+    if (strncmp(hf, layers, sizeof layers - 1) != 0)
+        return false;
+    char *p = hf + sizeof layers - 1, *end;
+    if (*p < '0' || *p > '9')
+        return false;
+    unsigned long long block = strtoull(p, &end, 10);
+    if (*end != '.')
+        return false;
+    const char *part = end + 1;
+    size_t part_len = (size_t)(suffix - part);
+    for (size_t i = 0; i < sizeof layer_parts / sizeof layer_parts[0]; i++) {
+        if (strlen(layer_parts[i].hf) != part_len || strncmp(part, layer_parts[i].hf, part_len) != 0)
+            continue;
+        *perm = i == 0 ? PERM_Q : i == 1 ? PERM_K : PERM_NONE;
+        return snprintf(out, cap, "blk.%llu.%s%s", block, layer_parts[i].gguf, suffix) < (int)cap;
+    }
+    return false;
+}
+
+/* llama.cpp's convert_hf_to_gguf.py permute(w, n_head): w.reshape(n_head, 2, R/n_head/2, ...)
+ * .swapaxes(1, 2).reshape(w.shape), over the first (PyTorch) dimension of R units. Within a
+ * head of hd units, converted unit 2i + j is source unit j * hd/2 + i. */
+static uint64_t source_unit(uint64_t g, uint64_t hd)
+{
+    uint64_t head = g / hd, w = g % hd;
+    return head * hd + (w % 2) * (hd / 2) + w / 2;
+}
+
+/* ---- one pair --------------------------------------------------------------------------------- */
+
+typedef struct pair {
+    const tm_tensor *a, *b;
+    uint64_t n_head;          /* 0, or the heads llama.cpp permuted the GGUF side's rows by */
+    bool gguf_is_a;           /* which side holds the permuted rows */
+    const char *note;         /* "tied embedding" or NULL */
+} pair;
+
+enum status { ST_EXACT, ST_WITHIN, ST_DIFFERS, ST_SHAPE, ST_ERROR };
+static const char *const status_names[] = {"exact", "within", "differs", "shape", "error"};
+
+typedef struct stats {
+    uint64_t n, not_equal, differing;
+    double max_abs, max_rel, sum_sq, ref_min, ref_max;
+    char why[TM_ERROR_MESSAGE_MAX + 64];
+} stats;
+
+static void tally(stats *s, float ref, float other, double tol)
+{
+    s->n++;
+    if (isnan(ref) || isnan(other)) {
+        if (!(isnan(ref) && isnan(other))) {
+            s->not_equal++;
+            s->differing++;
+            s->max_abs = INFINITY;
+        }
+        return;
+    }
+    if (ref < s->ref_min)
+        s->ref_min = ref;
+    if (ref > s->ref_max)
+        s->ref_max = ref;
+    if (ref == other)
+        return;
+    double d = fabs((double)ref - (double)other);
+    s->not_equal++;
+    if (!(d <= tol))
+        s->differing++;
+    if (d > s->max_abs || isnan(d))
+        s->max_abs = d;
+    if (ref != 0 && d / fabs((double)ref) > s->max_rel)
+        s->max_rel = d / fabs((double)ref);
+    s->sum_sq += d * d;
+}
+
+static uint64_t gcd(uint64_t x, uint64_t y)
+{
+    while (y) {
+        uint64_t t = x % y;
+        x = y;
+        y = t;
+    }
+    return x;
+}
+
+/* Types without a float decoder (integers, bool) compare as bytes, element by element. */
+static enum status compare_bytes(const pair *p, stats *s)
+{
+    uint32_t size = tm_type_block_bytes(p->a->type);
+    if (p->a->type != p->b->type || tm_type_block_elems(p->a->type) != 1 || size == 0) {
+        snprintf(s->why, sizeof s->why, "%s and %s: no float32 decoder for %s",
+                 tm_type_name(p->a->type) ? tm_type_name(p->a->type) : "?",
+                 tm_type_name(p->b->type) ? tm_type_name(p->b->type) : "?",
+                 tm_type_can_dequant(p->a->type) ? tm_type_name(p->b->type) : tm_type_name(p->a->type));
+        return ST_ERROR;
+    }
+    const uint8_t *x = p->a->data, *y = p->b->data;
+    for (uint64_t i = 0; i < p->a->n_elements; i++, s->n++)
+        if (memcmp(x + i * size, y + i * size, size) != 0)
+            s->not_equal++, s->differing++;
+    return s->differing ? ST_DIFFERS : ST_EXACT;
+}
+
+/* Decode and compare in chunks. For a permuted pair, chunks are whole heads, and converted
+ * unit g is compared with source unit source_unit(g). */
+static enum status compare_pair(const pair *p, float **buf_a, float **buf_b, size_t *cap,
+                                double tol, stats *s)
+{
+    const tm_tensor *a = p->a, *b = p->b;
+    memset(s, 0, sizeof *s);
+    s->ref_min = INFINITY;
+    s->ref_max = -INFINITY;
+    for (int d = 0; d < 4; d++)
+        if (a->ne[d] != b->ne[d] || a->n_elements != b->n_elements) {
+            char sa[96], sb[96];
+            cli_shape(a, sa, sizeof sa);
+            cli_shape(b, sb, sizeof sb);
+            snprintf(s->why, sizeof s->why, "shape %s against %s", sa, sb);
+            return ST_SHAPE;
+        }
+    if (!tm_type_can_dequant(a->type) || !tm_type_can_dequant(b->type))
+        return compare_bytes(p, s);
+
+    uint64_t n = a->n_elements, ba = tm_type_block_elems(a->type), bb = tm_type_block_elems(b->type);
+    uint64_t lcm = ba / gcd(ba, bb) * bb, unit = 1, hd = 0, step;
+    if (p->n_head) {
+        const tm_tensor *g = p->gguf_is_a ? a : b;
+        uint64_t rows = g->n_dims ? g->ne[g->n_dims - 1] : 1;
+        unit = rows ? n / rows : 1;
+        hd = rows / p->n_head;
+        if (rows % p->n_head || hd % 2) {
+            snprintf(s->why, sizeof s->why, "%" PRIu64 " rows do not split into %" PRIu64
+                     " heads of an even number of rows: cannot undo the q/k permutation",
+                     rows, p->n_head);
+            return ST_ERROR;
+        }
+        uint64_t head = hd * unit;
+        if (head > MAX_HEAD_FLOATS || (head && head % lcm)) {
+            snprintf(s->why, sizeof s->why, "a head of %" PRIu64 " values is too large or not a "
+                     "whole number of blocks", head);
+            return ST_ERROR;
+        }
+        step = head ? (CHUNK_FLOATS > head ? CHUNK_FLOATS / head * head : head) : 1;
+    } else {
+        step = CHUNK_FLOATS / lcm * lcm;
+    }
+    if (step > *cap) {
+        float *na = realloc(*buf_a, (size_t)step * sizeof(float));
+        float *nb = na ? realloc(*buf_b, (size_t)step * sizeof(float)) : NULL;
+        if (na)
+            *buf_a = na;
+        if (!nb) {
+            snprintf(s->why, sizeof s->why, "out of memory for %" PRIu64 " floats", step);
+            return ST_ERROR;
+        }
+        *buf_b = nb;
+        *cap = (size_t)step;
+    }
+    float *va = *buf_a, *vb = *buf_b;
+    for (uint64_t e0 = 0; e0 < n; e0 += step) {
+        uint64_t len = n - e0 < step ? n - e0 : step;
+        tm_error err = {0};
+        const tm_tensor *bad = tm_dequant_elements(a, e0, len, va, &err) != TM_OK ? a
+                             : tm_dequant_elements(b, e0, len, vb, &err) != TM_OK ? b : NULL;
+        if (bad) {
+            snprintf(s->why, sizeof s->why, "decoding failed: %s", err.message);
+            return ST_ERROR;
+        }
+        if (!p->n_head) {
+            for (uint64_t k = 0; k < len; k++)
+                tally(s, va[k], vb[k], tol);
+            continue;
+        }
+        const float *conv = p->gguf_is_a ? va : vb, *src = p->gguf_is_a ? vb : va;
+        for (uint64_t k = 0; k < len; k++) {
+            uint64_t from = source_unit(k / unit, hd) * unit + k % unit;
+            if (p->gguf_is_a)
+                tally(s, conv[k], src[from], tol);
+            else
+                tally(s, src[from], conv[k], tol);
+        }
+    }
+    return s->differing ? ST_DIFFERS : s->not_equal ? ST_WITHIN : ST_EXACT;
+}
+
+/* ---- pairing ---------------------------------------------------------------------------------- */
+
+typedef struct plan {
+    pair *pairs;
+    size_t n_pairs;
+    bool *used_a, *used_b;
+    bool cross;               /* safetensors against GGUF */
+    bool a_is_st;
+    uint64_t n_head, n_head_kv;
+    bool permute;             /* llama: q/k rows were permuted by the converter */
+} plan;
+
+static void add_pair(plan *pl, const tm_file *fa, const tm_file *fb, const tm_tensor *a,
+                     const tm_tensor *b, uint64_t n_head, const char *note)
+{
+    pl->pairs[pl->n_pairs++] = (pair){a, b, n_head, !pl->a_is_st, note};
+    pl->used_a[a - tm_tensor_at(fa, 0)] = true;
+    pl->used_b[b - tm_tensor_at(fb, 0)] = true;
+}
+
+/* Tensors of st paired with tensors of gg through the name map (one side is A, one is B). */
+static void pair_cross(plan *pl, const tm_file *fa, const tm_file *fb)
+{
+    const tm_file *st = pl->a_is_st ? fa : fb, *gg = pl->a_is_st ? fb : fa;
+    for (uint64_t i = 0; i < tm_n_tensors(st); i++) {
+        const tm_tensor *s = tm_tensor_at(st, i), *g;
+        char name[300];
+        int perm;
+        if (!hf_to_gguf(s->name, name, sizeof name, &perm))
+            continue;
+        const char *note = NULL;
+        g = tm_tensor_find(gg, name);
+        if (!g && strcmp(name, "output.weight") == 0) {
+            g = tm_tensor_find(gg, "token_embd.weight"); /* the GGUF ties the output */
+            note = "tied embedding";
+        }
+        if (!g)
+            continue;
+        uint64_t heads = !pl->permute ? 0 : perm == PERM_Q ? pl->n_head : perm == PERM_K ? pl->n_head_kv : 0;
+        if (pl->a_is_st)
+            add_pair(pl, fa, fb, s, g, heads, note);
+        else
+            add_pair(pl, fa, fb, g, s, heads, note);
+    }
+    /* The checkpoint ties lm_head to the embedding; the GGUF stores output anyway. */
+    const tm_tensor *out = tm_tensor_find(gg, "output.weight");
+    const tm_tensor *emb = tm_tensor_find(st, "model.embed_tokens.weight");
+    if (out && emb && !tm_tensor_find(st, "lm_head.weight")) {
+        if (pl->a_is_st)
+            add_pair(pl, fa, fb, emb, out, 0, "tied embedding");
+        else
+            add_pair(pl, fa, fb, out, emb, 0, "tied embedding");
+    }
+}
+
+static void pair_by_name(plan *pl, const tm_file *fa, const tm_file *fb)
+{
+    for (uint64_t i = 0; i < tm_n_tensors(fa); i++) {
+        const tm_tensor *a = tm_tensor_at(fa, i);
+        const tm_tensor *b = tm_tensor_findn(fb, a->name.ptr, (size_t)a->name.len);
+        if (b)
+            add_pair(pl, fa, fb, a, b, 0, NULL);
+    }
+}
+
+/* ---- output ----------------------------------------------------------------------------------- */
+
+static const char *type_str(tm_type t) { return tm_type_name(t) ? tm_type_name(t) : "?"; }
+
+static bool quantized(const pair *p)
+{
+    return tm_type_block_elems(p->a->type) > 1 || tm_type_block_elems(p->b->type) > 1;
+}
+
+static double range_share(const stats *s)
+{
+    double range = s->ref_max - s->ref_min;
+    return range > 0 ? s->max_abs / range : s->max_abs > 0 ? INFINITY : 0;
+}
+
+static void print_pair(const pair *p, enum status st, const stats *s)
+{
+    char shape[96];
+    cli_shape(p->a, shape, sizeof shape);
+    printf("%-8s ", st == ST_DIFFERS ? "DIFFERS" : st == ST_SHAPE ? "SHAPE" : st == ST_ERROR ? "ERROR"
+                                                                  : status_names[st]);
+    cli_print_str(stdout, p->a->name, 200);
+    if (p->a->name.len != p->b->name.len || memcmp(p->a->name.ptr, p->b->name.ptr, (size_t)p->a->name.len)) {
+        fputs(" = ", stdout);
+        cli_print_str(stdout, p->b->name, 200);
+    }
+    printf("  [%s / %s, %s%s%s]", type_str(p->a->type), type_str(p->b->type), shape,
+           p->n_head ? ", rows un-permuted" : "", p->note ? ", tied embedding" : "");
+    if (st == ST_SHAPE || st == ST_ERROR)
+        printf(": %s", s->why);
+    else if (st != ST_EXACT)
+        printf(": %" PRIu64 " of %" PRIu64 " values differ%s, max abs %.6g, max rel %.6g",
+               s->not_equal, s->n, st == ST_WITHIN ? " (within tolerance)" : "", s->max_abs,
+               s->max_rel);
+    if ((st == ST_EXACT || st == ST_WITHIN || st == ST_DIFFERS) && quantized(p))
+        printf(", rmse %.6g, max error %.4g%% of range", s->n ? sqrt(s->sum_sq / (double)s->n) : 0.0,
+               100 * range_share(s));
+    putchar('\n');
+}
+
+static json_t *json_num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+static json_t *pair_json(const pair *p, enum status st, const stats *s)
+{
+    json_t *j = json_pack("{s:o, s:o, s:s, s:s, s:s, s:o, s:b}", "a", cli_json_str(p->a->name),
+                          "b", cli_json_str(p->b->name), "status", status_names[st], "type_a",
+                          type_str(p->a->type), "type_b", type_str(p->b->type), "ne",
+                          cli_json_ne(p->a), "rows_unpermuted", p->n_head != 0);
+    if (p->note)
+        json_object_set_new(j, "note", json_string(p->note));
+    if (st == ST_SHAPE || st == ST_ERROR) {
+        json_object_set_new(j, "error", json_string(s->why));
+        return j;
+    }
+    json_object_set_new(j, "n_values", cli_json_u64(s->n));
+    json_object_set_new(j, "n_not_equal", cli_json_u64(s->not_equal));
+    json_object_set_new(j, "n_differing", cli_json_u64(s->differing));
+    json_object_set_new(j, "max_abs", json_num(s->max_abs));
+    json_object_set_new(j, "max_rel", json_num(s->max_rel));
+    json_object_set_new(j, "rmse", json_num(s->n ? sqrt(s->sum_sq / (double)s->n) : 0.0));
+    json_object_set_new(j, "max_error_of_range", json_num(range_share(s)));
+    return j;
+}
+
+static const char *format_name(const tm_file *f)
+{
+    return tm_file_layout(f)->format == TM_FORMAT_GGUF ? "GGUF" : "safetensors";
+}
+
+/* The one-sided tensors of f (used[i] false), printed or added to arr; their count. */
+static uint64_t one_sided(const tm_file *f, const bool *used, const char *label, json_t *arr)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
+        if (used[i])
+            continue;
+        const tm_tensor *t = tm_tensor_at(f, i);
+        n++;
+        if (arr) {
+            json_array_append_new(arr, json_pack("{s:o, s:s, s:o}", "name", cli_json_str(t->name),
+                                                 "type", type_str(t->type), "ne", cli_json_ne(t)));
+            continue;
+        }
+        char shape[96];
+        cli_shape(t, shape, sizeof shape);
+        printf("only in %s: ", label);
+        cli_print_str(stdout, t->name, 200);
+        printf("  [%s, %s]\n", type_str(t->type), shape);
+    }
+    return n;
+}
+
+/* ---- the command ------------------------------------------------------------------------------ */
+
+/* The llama head counts from the GGUF side; false (with a message) when they are missing. */
+static bool head_counts(const tm_file *gg, uint64_t *n_head, uint64_t *n_head_kv)
+{
+    if (tm_kv_get_uint(tm_arch_key(gg, "attention.head_count"), n_head) != TM_OK || !*n_head) {
+        cli_errorf("the GGUF is llama but llama.attention.head_count is missing or not a count: "
+                   "cannot undo the q/k permutation");
+        return false;
+    }
+    if (tm_kv_get_uint(tm_arch_key(gg, "attention.head_count_kv"), n_head_kv) != TM_OK || !*n_head_kv)
+        *n_head_kv = *n_head; /* llama.cpp's default when the key is absent */
+    return true;
+}
+
+static int run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"tolerance", required_argument, NULL, 't'}, {"all-shards", no_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    double tol = 0;
+    bool json = false;
+    unsigned flags = 0;
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        char *end;
+        switch (c) {
+        case 't':
+            tol = strtod(optarg, &end);
+            if (*end || end == optarg || !(tol >= 0) || isinf(tol)) {
+                cli_errorf("compare: --tolerance takes a number >= 0, not '%s'", optarg);
+                return CLI_USAGE;
+            }
+            break;
+        case 's': flags |= TM_OPEN_ALL_SHARDS; break;
+        case 'j': json = true; break;
+        case 'h': fputs(help, stdout); return CLI_OK;
+        default: return cli_usage(&cmd_compare);
+        }
+    }
+    if (argc - optind != 2) {
+        cli_errorf("compare: needs two files, A and B");
+        return cli_usage(&cmd_compare);
+    }
+    tm_file *fa = cli_open(argv[optind], flags);
+    tm_file *fb = fa ? cli_open(argv[optind + 1], flags) : NULL;
+    int rc = CLI_FAIL;
+    plan pl = {0};
+    float *va = NULL, *vb = NULL;
+    size_t cap = 0;
+    json_t *root = NULL, *jpairs = NULL;
+    if (!fb)
+        goto out;
+
+    tm_format fmt_a = tm_file_layout(fa)->format, fmt_b = tm_file_layout(fb)->format;
+    pl.cross = fmt_a != fmt_b;
+    pl.a_is_st = fmt_a == TM_FORMAT_SAFETENSORS;
+    tm_str arch = {NULL, 0};
+    if (pl.cross) {
+        const tm_file *gg = pl.a_is_st ? fb : fa;
+        arch = tm_architecture(gg);
+        pl.permute = arch.len == 5 && memcmp(arch.ptr, "llama", 5) == 0;
+        if (pl.permute && !head_counts(gg, &pl.n_head, &pl.n_head_kv))
+            goto out;
+    }
+    uint64_t na = tm_n_tensors(fa), nb = tm_n_tensors(fb);
+    pl.pairs = calloc(na + nb + 1, sizeof *pl.pairs);
+    pl.used_a = calloc(na + 1, 1);
+    pl.used_b = calloc(nb + 1, 1);
+    if (!pl.pairs || !pl.used_a || !pl.used_b) {
+        cli_errorf("compare: out of memory");
+        goto out;
+    }
+    if (pl.cross)
+        pair_cross(&pl, fa, fb);
+    else
+        pair_by_name(&pl, fa, fb);
+
+    if (json) {
+        root = json_object();
+        jpairs = json_array();
+        json_object_set_new(root, "pairs", jpairs);
+    } else {
+        printf("A: %s (%s, %" PRIu64 " tensors)\nB: %s (%s, %" PRIu64 " tensors)\n", argv[optind],
+               format_name(fa), na, argv[optind + 1], format_name(fb), nb);
+        if (pl.cross) {
+            printf("names: Hugging Face to llama.cpp");
+            if (pl.permute)
+                printf("; llama: attn_q/attn_k rows un-permuted with n_head %" PRIu64
+                       ", n_head_kv %" PRIu64, pl.n_head, pl.n_head_kv);
+            printf("\n");
+        }
+        printf("\n");
+    }
+
+    uint64_t count[5] = {0}, n_permuted = 0;
+    for (size_t i = 0; i < pl.n_pairs; i++) {
+        stats s;
+        enum status st = compare_pair(&pl.pairs[i], &va, &vb, &cap, tol, &s);
+        count[st]++;
+        n_permuted += pl.pairs[i].n_head != 0;
+        if (json)
+            json_array_append_new(jpairs, pair_json(&pl.pairs[i], st, &s));
+        else
+            print_pair(&pl.pairs[i], st, &s);
+    }
+    json_t *only_a = json ? json_array() : NULL, *only_b = json ? json_array() : NULL;
+    if (!json)
+        printf("\n");
+    uint64_t n_only_a = one_sided(fa, pl.used_a, "A", only_a);
+    uint64_t n_only_b = one_sided(fb, pl.used_b, "B", only_b);
+    /* The source side must be accounted for: safetensors in a conversion, both otherwise. */
+    bool missing = pl.cross ? (pl.a_is_st ? n_only_a : n_only_b) != 0 : n_only_a + n_only_b != 0;
+    bool ok = count[ST_DIFFERS] + count[ST_SHAPE] + count[ST_ERROR] == 0 && !missing;
+    uint64_t matched = count[ST_EXACT] + count[ST_WITHIN];
+
+    if (json) {
+        json_object_set_new(root, "only_a", only_a);
+        json_object_set_new(root, "only_b", only_b);
+        json_object_set_new(root, "summary", json_pack(
+            "{s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:b}",
+            "format_a", format_name(fa), "format_b", format_name(fb), "names_mapped", pl.cross,
+            "tensors_a", cli_json_u64(na), "tensors_b", cli_json_u64(nb),
+            "pairs", cli_json_u64(pl.n_pairs), "exact", cli_json_u64(count[ST_EXACT]),
+            "within_tolerance", cli_json_u64(count[ST_WITHIN]),
+            "differing", cli_json_u64(count[ST_DIFFERS]), "shape_mismatch", cli_json_u64(count[ST_SHAPE]),
+            "errors", cli_json_u64(count[ST_ERROR]), "only_a", cli_json_u64(n_only_a),
+            "only_b", cli_json_u64(n_only_b), "rows_unpermuted", cli_json_u64(n_permuted),
+            "tolerance", tol, "match", ok));
+        rc = cli_json_emit(root);
+        root = NULL;
+        if (rc == CLI_OK && !ok)
+            rc = CLI_FAIL;
+        goto out;
+    }
+    printf("\nsummary\n");
+    printf("  %-36s %" PRIu64 " / %" PRIu64 "\n", "tensors of A accounted for", na - n_only_a, na);
+    printf("  %-36s %" PRIu64 " / %" PRIu64 "\n", "tensors of B accounted for", nb - n_only_b, nb);
+    if (pl.cross)
+        printf("  %-36s %zu pairs\n", "names mapped (Hugging Face to GGUF)", pl.n_pairs);
+    if (pl.permute)
+        printf("  %-36s undone for %" PRIu64 " tensors\n", "q/k row permutation", n_permuted);
+    printf("  %-36s %" PRIu64 " / %zu\n", tol > 0 ? "matches within tolerance" : "exact matches",
+           tol > 0 ? matched : count[ST_EXACT], pl.n_pairs);
+    if (count[ST_DIFFERS] + count[ST_SHAPE] + count[ST_ERROR])
+        printf("  %-36s %" PRIu64 " differ, %" PRIu64 " in shape, %" PRIu64 " not compared\n",
+               "mismatches", count[ST_DIFFERS], count[ST_SHAPE], count[ST_ERROR]);
+    printf("  %-36s %s\n", "result", ok ? "match" : "MISMATCH");
+    rc = cli_finish_output(ok ? CLI_OK : CLI_FAIL);
+out:
+    json_decref(root);
+    free(va);
+    free(vb);
+    free(pl.pairs);
+    free(pl.used_a);
+    free(pl.used_b);
+    tm_close(fa);
+    tm_close(fb);
+    return rc;
+}
+
+const cli_command cmd_compare = {
+    .name = "compare",
+    .alias = NULL,
+    .summary = "audit a conversion: decode two checkpoints and compare them tensor by tensor",
+    .help = help,
+    .run = run,
+};
