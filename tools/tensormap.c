@@ -16,6 +16,10 @@ const cli_command *const cli_commands[] = {
     &cmd_bytes,
     &cmd_header,
     &cmd_write,
+    &cmd_stats,
+    &cmd_dump,
+    &cmd_tokens,
+    &cmd_sketch,
     &cmd_compare,
     NULL,
 };

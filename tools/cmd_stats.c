@@ -1,0 +1,238 @@
+/* tensormap stats: decode tensors in bounded chunks and summarise them: the first values,
+ * min, max, mean, standard deviation (accumulated in double), NaN and infinity counts, and a
+ * histogram a person can read in a terminal. */
+#include "cli_util.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "usage: tensormap stats [--json] FILE [TENSOR ...]\n"
+    "\n"
+    "Decode tensors to float32 (in chunks: memory stays bounded) and summarise each: the\n"
+    "number of values, the first 8, min, max, mean and standard deviation (population, over the\n"
+    "finite values, accumulated in double), how many are NaN or infinite, and a histogram of\n"
+    "the finite values from min to max in 24 bins drawn with block characters. With no TENSOR,\n"
+    "every tensor on one line each; a tensor whose type has no decoder says so on its line.\n"
+    "\n"
+    "  --json    the same as a JSON array (histogram bins as counts)\n";
+
+enum { FIRST_SHOWN = 8, BINS = 24 };
+
+typedef struct summary {
+    uint64_t count, finite, nan, inf;
+    float first[FIRST_SHOWN];
+    double min, max, sum, mean, m2;
+    uint64_t hist[BINS];
+} summary;
+
+static int pass_one(const float *v, size_t n, void *p)
+{
+    summary *s = p;
+    for (size_t i = 0; i < n; i++) {
+        if (s->count < FIRST_SHOWN)
+            s->first[s->count] = v[i];
+        s->count++;
+        if (isnan(v[i])) {
+            s->nan++;
+        } else if (isinf(v[i])) {
+            s->inf++;
+        } else {
+            if (s->finite == 0 || v[i] < s->min)
+                s->min = v[i];
+            if (s->finite == 0 || v[i] > s->max)
+                s->max = v[i];
+            s->sum += v[i];
+            s->finite++;
+        }
+    }
+    return 0;
+}
+
+/* Second pass: squared deviations from the mean (no cancellation) and the histogram. */
+static int pass_two(const float *v, size_t n, void *p)
+{
+    summary *s = p;
+    double width = (s->max - s->min) / BINS;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(v[i]))
+            continue;
+        double d = v[i] - s->mean;
+        s->m2 += d * d;
+        size_t bin = width > 0 ? (size_t)((v[i] - s->min) / width) : 0;
+        s->hist[bin < BINS ? bin : BINS - 1]++;
+    }
+    return 0;
+}
+
+static void histogram_text(const summary *s, char *buf, size_t size)
+{
+    static const char *const levels[] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
+                                         "\u2585", "\u2586", "\u2587", "\u2588"};
+    uint64_t top = 0;
+    for (size_t b = 0; b < BINS; b++)
+        if (s->hist[b] > top)
+            top = s->hist[b];
+    buf[0] = '\0';
+    for (size_t b = 0; b < BINS && top; b++) {
+        /* any non-empty bin shows at least the lowest bar */
+        uint64_t level = s->hist[b] ? (s->hist[b] * 8 + top - 1) / top : 0;
+        strncat(buf, levels[level], size - strlen(buf) - 1);
+    }
+}
+
+/* Decode and summarise t; false with err filled when it cannot be decoded. */
+static bool summarise(const tm_tensor *t, float *buf, size_t chunk, summary *s, tm_error *err)
+{
+    memset(s, 0, sizeof *s);
+    if (cli_decode_chunks(t, 0, t->n_elements, buf, chunk, pass_one, s, err) != 0)
+        return false;
+    s->mean = s->finite ? s->sum / (double)s->finite : 0;
+    if (s->finite && cli_decode_chunks(t, 0, t->n_elements, buf, chunk, pass_two, s, err) != 0)
+        return false;
+    return true;
+}
+
+static double std_of(const summary *s) { return s->finite ? sqrt(s->m2 / (double)s->finite) : 0; }
+
+static json_t *summary_json(const tm_tensor *t, const summary *s, const tm_error *err, bool ok)
+{
+    const char *tn = tm_type_name(t->type);
+    json_t *o = json_pack("{s:o, s:s}", "name", cli_json_str(t->name), "type", tn ? tn : "unknown");
+    if (!ok) {
+        json_object_set_new(o, "error", json_string(err->message));
+        return o;
+    }
+    json_t *first = json_array(), *hist = json_array();
+    for (uint64_t i = 0; i < s->count && i < FIRST_SHOWN; i++) {
+        uint32_t bits;
+        memcpy(&bits, &s->first[i], 4);
+        json_array_append_new(first, cli_json_float(s->first[i], true, bits));
+    }
+    for (size_t b = 0; b < BINS; b++)
+        json_array_append_new(hist, cli_json_u64(s->hist[b]));
+    json_t *rest = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                                    "count", cli_json_u64(s->count), "first", first, "min",
+                                    s->finite ? json_real(s->min) : json_null(), "max",
+                                    s->finite ? json_real(s->max) : json_null(), "mean",
+                                    json_real(s->mean), "std", json_real(std_of(s)), "nan",
+                                    cli_json_u64(s->nan), "inf", cli_json_u64(s->inf), "finite",
+                                    cli_json_u64(s->finite), "histogram", hist);
+    json_object_update(o, rest);
+    json_decref(rest);
+    return o;
+}
+
+static void print_one_line(const tm_tensor *t, const summary *s, const tm_error *err, bool ok,
+                           int wname)
+{
+    const char *tn = tm_type_name(t->type);
+    printf("%-*.*s %-8s ", wname, (int)t->name.len, t->name.ptr, tn ? tn : "unknown");
+    if (!ok) {
+        printf("%s\n", err->message);
+        return;
+    }
+    char hist[BINS * 4 + 1];
+    histogram_text(s, hist, sizeof hist);
+    printf("%10" PRIu64 " %13.6g %13.6g %13.6g %13.6g %5" PRIu64 " %5" PRIu64 "  |%s|\n",
+           s->count, s->min, s->max, s->mean, std_of(s), s->nan, s->inf, hist);
+}
+
+static void print_block(const tm_tensor *t, const summary *s, const tm_error *err, bool ok)
+{
+    const char *tn = tm_type_name(t->type);
+    char shape[128];
+    cli_shape(t, shape, sizeof shape);
+    printf("%.*s (%s, %s)\n", (int)t->name.len, t->name.ptr, tn ? tn : "unknown", shape);
+    if (!ok) {
+        printf("  %s\n\n", err->message);
+        return;
+    }
+    printf("  %-24s %" PRIu64 "\n  %-24s", "values", s->count, "the first of them");
+    for (uint64_t i = 0; i < s->count && i < FIRST_SHOWN; i++)
+        printf(" %.9g", (double)s->first[i]);
+    char hist[BINS * 4 + 1];
+    histogram_text(s, hist, sizeof hist);
+    printf("\n  %-24s %.9g\n  %-24s %.9g\n  %-24s %.17g\n  %-24s %.17g\n", "smallest", s->min,
+           "largest", s->max, "mean", s->mean, "standard deviation", std_of(s));
+    printf("  %-24s %" PRIu64 "\n  %-24s %" PRIu64 "\n  %-24s |%s|  %.6g .. %.6g\n\n",
+           "not a number", s->nan, "infinite", s->inf, "histogram", hist, s->min, s->max);
+}
+
+static int run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    bool json = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+        if (c == 'j')
+            json = true;
+        else if (c == 'h')
+            return fputs(help, stdout), CLI_OK;
+        else
+            return cli_usage(&cmd_stats);
+    }
+    if (argc - optind < 1)
+        return cli_usage(&cmd_stats);
+    const char *arg = argv[optind];
+    tm_file *f = cli_open(arg, 0);
+    if (!f)
+        return CLI_FAIL;
+    char **want = argv + optind + 1;
+    uint64_t n_want = (uint64_t)(argc - optind - 1);
+    uint64_t n = n_want ? n_want : tm_n_tensors(f);
+    for (uint64_t i = 0; i < n_want; i++)
+        if (!tm_tensor_find(f, want[i])) {
+            cli_errorf("%s: no tensor '%s'", arg, want[i]);
+            tm_close(f);
+            return CLI_FAIL;
+        }
+    size_t chunk = 0;
+    int wname = 4;
+    for (uint64_t i = 0; i < n; i++) {
+        const tm_tensor *t = n_want ? tm_tensor_find(f, want[i]) : tm_tensor_at(f, i);
+        size_t ce = cli_chunk_elems(t);
+        chunk = ce > chunk ? ce : chunk;
+        if (t->name.len > (uint64_t)wname && t->name.len < 80)
+            wname = (int)t->name.len;
+    }
+    float *buf = malloc((chunk ? chunk : 1) * sizeof *buf);
+    json_t *all = json ? json_array() : NULL;
+    if (!buf || (json && !all)) {
+        free(buf);
+        tm_close(f);
+        cli_errorf("out of memory");
+        return CLI_FAIL;
+    }
+    if (!json && !n_want)
+        printf("%-*s %-8s %10s %13s %13s %13s %13s %5s %5s  histogram, min to max\n", wname,
+               "name", "type", "values", "min", "max", "mean", "std", "nan", "inf");
+    for (uint64_t i = 0; i < n; i++) {
+        const tm_tensor *t = n_want ? tm_tensor_find(f, want[i]) : tm_tensor_at(f, i);
+        summary s;
+        tm_error err = {0};
+        bool ok = summarise(t, buf, cli_chunk_elems(t), &s, &err);
+        if (json)
+            json_array_append_new(all, summary_json(t, &s, &err, ok));
+        else if (n_want)
+            print_block(t, &s, &err, ok);
+        else
+            print_one_line(t, &s, &err, ok, wname);
+    }
+    free(buf);
+    tm_close(f);
+    return json ? cli_json_emit(all) : cli_finish_output(CLI_OK);
+}
+
+const cli_command cmd_stats = {
+    .name = "stats",
+    .alias = NULL,
+    .summary = "decode tensors and summarise them: min, max, mean, std, NaN/inf, histogram",
+    .help = help,
+    .run = run,
+};
