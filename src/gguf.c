@@ -59,34 +59,70 @@ __attribute__((format(printf, 4, 5))) static tm_status fail(const walk *w, tm_st
                     q, detail);
 }
 
-/* An n-byte little-endian field; field names it in the message if the file ends inside it. */
-static tm_status read_uint(walk *w, unsigned n, const char *field, uint64_t *out)
+/* A field's name for messages, rendered only on failure: the walk meets millions of fields
+ * and must not format a name for each. "string 3 length", "ne[1]", "value type". */
+typedef struct field {
+    const char *name;
+    uint64_t index;  /* NO_INDEX, or printed after the name */
+    bool length;     /* the u64 length of a string */
+} field;
+#define NO_INDEX UINT64_MAX
+#define F(name) ((field){(name), NO_INDEX, false})
+
+static const char *field_str(char *buf, size_t cap, field f)
+{
+    int n = snprintf(buf, cap, "%s", f.name);
+    if (f.index != NO_INDEX && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, " %llu", (ull)f.index);
+    if (f.length && n >= 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, " length");
+    return buf;
+}
+
+/* The failure paths stay out of line: the fast paths below run once per field of the header
+ * (300,000 strings in a tokenizer) and are inlined into the walk. */
+__attribute__((cold, noinline)) static tm_status truncated(const walk *w, unsigned n, field f)
+{
+    char name[64];
+    return fail(w, TM_TRUNCATED, at(w), "the file ends at byte %llu, inside the %s at byte %llu (%u bytes)",
+                (ull)(at(w) + left(w)), field_str(name, sizeof name, f), (ull)at(w), n);
+}
+
+__attribute__((cold, noinline)) static tm_status bad_length(const walk *w, field f,
+                                                            uint64_t len_at, uint64_t len,
+                                                            uint64_t max)
+{
+    char name[64];
+    field_str(name, sizeof name, f);
+    if (len > max)
+        return fail(w, TM_LIMIT, len_at, "%s %llu at byte %llu is over the limit of %llu bytes",
+                    name, (ull)len, (ull)len_at, (ull)max);
+    return fail(w, TM_TRUNCATED, len_at,
+                "%s %llu at byte %llu runs past the end of the file (%llu bytes left)", name,
+                (ull)len, (ull)len_at, (ull)left(w));
+}
+
+/* An n-byte little-endian field; f names it in the message if the file ends inside it. */
+static inline tm_status read_uint(walk *w, unsigned n, field f, uint64_t *out)
 {
     *out = 0;
     if (left(w) < n)
-        return fail(w, TM_TRUNCATED, at(w),
-                    "the file ends at byte %llu, inside the %s at byte %llu (%u bytes)",
-                    (ull)(at(w) + left(w)), field, (ull)at(w), n);
+        return truncated(w, n, f);
     *out = tm__load_le(w->c.p, n);
     w->c.p += n;
     return TM_OK;
 }
 
 /* A GGUF string: u64 length, then that many bytes, at most max. */
-static tm_status read_str(walk *w, const char *field, uint64_t max, tm_str *out)
+static inline tm_status read_str(walk *w, field f, uint64_t max, tm_str *out)
 {
     const uint64_t len_at = at(w);
     uint64_t len;
-    char what[48];
-    snprintf(what, sizeof what, "%s length", field);
-    TRY(read_uint(w, 8, what, &len));
-    if (len > max)
-        return fail(w, TM_LIMIT, len_at, "%s length %llu at byte %llu is over the limit of %llu bytes",
-                    field, (ull)len, (ull)len_at, (ull)max);
-    if (len > left(w))
-        return fail(w, TM_TRUNCATED, len_at,
-                    "%s length %llu at byte %llu runs past the end of the file (%llu bytes left)",
-                    field, (ull)len, (ull)len_at, (ull)left(w));
+    *out = (tm_str){NULL, 0};
+    f.length = true;
+    TRY(read_uint(w, 8, f, &len));
+    if (len > max || len > left(w))
+        return bad_length(w, f, len_at, len, max);
     out->ptr = (const char *)w->c.p;
     out->len = len;
     w->c.p += len;
@@ -95,18 +131,18 @@ static tm_status read_str(walk *w, const char *field, uint64_t max, tm_str *out)
 
 /* A key or tensor name: 1..TM_MAX_NAME_LEN bytes, no NUL (names are compared by length and
  * bytes, but a NUL would cut them short for every C caller). Becomes the entry's name. */
-static tm_status read_name(walk *w, const char *field, tm_str *out)
+static tm_status read_name(walk *w, const char *what, tm_str *out)
 {
     const uint64_t len_at = at(w);
-    TRY(read_str(w, field, TM_MAX_NAME_LEN, out));
+    TRY(read_str(w, F(what), TM_MAX_NAME_LEN, out));
     if (out->len == 0)
-        return fail(w, TM_BAD_VALUE, len_at, "empty %s (length 0 at byte %llu)", field,
+        return fail(w, TM_BAD_VALUE, len_at, "empty %s (length 0 at byte %llu)", what,
                     (ull)len_at);
     w->name = *out;
     const char *nul = memchr(out->ptr, '\0', (size_t)out->len);
     if (nul)
         return fail(w, TM_BAD_VALUE, len_at + 8 + (uint64_t)(nul - out->ptr),
-                    "the %s holds a NUL byte at byte %llu", field,
+                    "the %s holds a NUL byte at byte %llu", what,
                     (ull)(len_at + 8 + (uint64_t)(nul - out->ptr)));
     return TM_OK;
 }
@@ -122,9 +158,7 @@ static tm_status walk_values(walk *w, tm_vtype type, uint64_t count, uint64_t co
                         (ull)count, (ull)count_at, (ull)left(w));
         for (uint64_t j = 0; j < count; j++) {
             tm_str s;
-            char field[48];
-            snprintf(field, sizeof field, "string %llu", (ull)j);
-            TRY(read_str(w, field, TM_MAX_STRING_LEN, &s));
+            TRY(read_str(w, (field){"string", j, false}, TM_MAX_STRING_LEN, &s));
         }
         return TM_OK;
     }
@@ -154,7 +188,7 @@ static tm_status walk_kv(walk *w, tm_kv *kv)
 
     const uint64_t type_at = at(w);
     uint64_t type;
-    TRY(read_uint(w, 4, "value type", &type));
+    TRY(read_uint(w, 4, F("value type"), &type));
     if (type > TM_V_F64)
         return fail(w, TM_BAD_VALUE, type_at, "value type %llu at byte %llu is not a GGUF type",
                     (ull)type, (ull)type_at);
@@ -165,7 +199,7 @@ static tm_status walk_kv(walk *w, tm_kv *kv)
     if (kv->type == TM_V_ARRAY) {
         const uint64_t elem_at = at(w);
         uint64_t elem;
-        TRY(read_uint(w, 4, "array element type", &elem));
+        TRY(read_uint(w, 4, F("array element type"), &elem));
         if (elem == TM_V_ARRAY)
             return fail(w, TM_UNSUPPORTED, elem_at,
                         "an array of arrays (element type 9 at byte %llu): nested arrays are "
@@ -177,13 +211,13 @@ static tm_status walk_kv(walk *w, tm_kv *kv)
                         (ull)elem_at);
         kv->elem_type = (tm_vtype)elem;
         count_at = at(w);
-        TRY(read_uint(w, 8, "array count", &kv->count));
+        TRY(read_uint(w, 8, F("array count"), &kv->count));
     }
 
     const uint64_t value_at = at(w);
     if (kv->type == TM_V_STRING) {
         tm_str s;
-        TRY(read_str(w, "string", TM_MAX_STRING_LEN, &s));
+        TRY(read_str(w, F("string"), TM_MAX_STRING_LEN, &s));
         kv->data = (const uint8_t *)s.ptr;
         kv->data_bytes = s.len;
     } else {
@@ -220,7 +254,7 @@ static tm_status walk_info(walk *w, tm_tensor *t, uint32_t alignment)
 
     const uint64_t dims_at = at(w);
     uint64_t n_dims;
-    TRY(read_uint(w, 4, "n_dims", &n_dims));
+    TRY(read_uint(w, 4, F("n_dims"), &n_dims));
     if (n_dims == 0)
         return fail(w, TM_BAD_VALUE, dims_at,
                     "n_dims 0 at byte %llu: zero-dimensional tensors are refused", (ull)dims_at);
@@ -234,9 +268,8 @@ static tm_status walk_info(walk *w, tm_tensor *t, uint32_t alignment)
         if (d >= n_dims)
             continue;
         const uint64_t ne_at = at(w);
-        char field[16];
-        snprintf(field, sizeof field, "ne[%u]", d);
-        TRY(read_uint(w, 8, field, &t->ne[d]));
+        static const char *const ne_names[TM_MAX_DIMS] = {"ne[0]", "ne[1]", "ne[2]", "ne[3]"};
+        TRY(read_uint(w, 8, F(ne_names[d]), &t->ne[d]));
         if (t->ne[d] == 0)
             return fail(w, TM_BAD_VALUE, ne_at,
                         "ne[%u] = 0 at byte %llu: zero-length dimensions are refused", d,
@@ -252,7 +285,7 @@ static tm_status walk_info(walk *w, tm_tensor *t, uint32_t alignment)
 
     const uint64_t type_at = at(w);
     uint64_t type;
-    TRY(read_uint(w, 4, "tensor type", &type));
+    TRY(read_uint(w, 4, F("tensor type"), &type));
     const tm__type_info *info = type < TM_TYPE_U8 ? tm__type_get((tm_type)type) : NULL;
     if (!info) {
         const char *name = type <= UINT32_MAX ? tm_type_name((tm_type)type) : NULL;
@@ -282,7 +315,7 @@ static tm_status walk_info(walk *w, tm_tensor *t, uint32_t alignment)
                     (ull)t->n_elements, info->name, (ull)type_at);
 
     const uint64_t offset_at = at(w);
-    TRY(read_uint(w, 8, "tensor data offset", &t->offset));
+    TRY(read_uint(w, 8, F("tensor data offset"), &t->offset));
     if (t->offset % alignment != 0)
         return fail(w, TM_LAYOUT, offset_at,
                     "offset %llu at byte %llu is not a multiple of the alignment %u",
@@ -313,9 +346,9 @@ static tm_status walk_head(walk *w, tm_layout *L)
 {
     w->c.p += 4; /* the magic, checked by the caller; a short head names the field it cuts */
     uint64_t version, n_tensors, n_kv;
-    TRY(read_uint(w, 4, "version", &version));
+    TRY(read_uint(w, 4, F("version"), &version));
     if (version == 1)
-        return fail(w, TM_BAD_VERSION, 4, "version 1 (32-bit counts) is not supported");
+        return fail(w, TM_BAD_VERSION, 4, "version 1 (32-bit counts) is not supported (version at byte 4)");
     if (version == 0x02000000u || version == 0x03000000u)
         return fail(w, TM_BAD_VERSION, 4,
                     "version reads 0x%08llx at byte 4: a big-endian GGUF file, which this "
@@ -323,8 +356,8 @@ static tm_status walk_head(walk *w, tm_layout *L)
                     (ull)version);
     if (version != 2 && version != 3)
         return fail(w, TM_BAD_VERSION, 4, "version %llu at byte 4 is not 2 or 3", (ull)version);
-    TRY(read_uint(w, 8, "tensor count", &n_tensors));
-    TRY(read_uint(w, 8, "metadata count", &n_kv));
+    TRY(read_uint(w, 8, F("tensor count"), &n_tensors));
+    TRY(read_uint(w, 8, F("metadata count"), &n_kv));
     /* Both counts at once: the records they promise must fit in what is left. */
     const uint64_t room = left(w);
     if (n_kv > room / MIN_KV_BYTES || n_kv > MAX_ENTRIES)

@@ -90,13 +90,17 @@ const char *tm__type_removed_name(tm_type type);
 static inline bool tm__mul_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
 static inline bool tm__add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }
 
-/* An n-byte (n <= 8) little-endian unsigned integer at p, which may be unaligned. Byte by byte,
- * so it is right on any host; compilers turn it into one load for a constant n. */
+/* An n-byte (n <= 8) little-endian unsigned integer at p, which may be unaligned: one memcpy
+ * (a single load for a constant n) on little-endian hosts, byte by byte elsewhere. */
 static inline uint64_t tm__load_le(const uint8_t *p, unsigned n)
 {
     uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&v, p, n);
+#else
     for (unsigned i = n; i-- > 0;)
         v = v << 8 | p[i];
+#endif
     return v;
 }
 
