@@ -259,7 +259,7 @@ static json_t *to_json(const tm_file *f, const account *a)
     }
     return json_pack(
         "{s:b, s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-        " s:o, s:o, s:o, s:o, s:o}",
+        " s:o, s:o, s:o}",
         "consistent", a->ok, "format", l->format == TM_FORMAT_GGUF ? "gguf" : "safetensors",
         "head_bytes", cli_json_u64(l->head_end), "metadata_bytes",
         cli_json_u64(l->kv_end - l->head_end), "info_bytes", cli_json_u64(l->infos_end - l->kv_end),

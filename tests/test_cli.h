@@ -1,0 +1,36 @@
+/* Running the tensormap tool from the CLI tests: the tool is a separate process (TM_TOOL), its
+ * stdout and stderr captured whole, its --json output parsed with jansson. Files the tests
+ * build go in a fresh directory per test. Failures abort the test (these are tests). */
+#ifndef TM_TEST_CLI_H
+#define TM_TEST_CLI_H
+
+#include "tensormap.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+typedef struct tool_result {
+    int status;      /* exit code, or 128 + signal */
+    char *out, *err; /* NUL-terminated (binary output may hold NULs: out_len counts them) */
+    size_t out_len;
+} tool_result;
+
+/* Run TM_TOOL with the arguments (a NULL-terminated list), stdin from /dev/null. */
+tool_result tool_run(const char *arg, ...) __attribute__((sentinel));
+void tool_result_free(tool_result *r);
+/* Run with the arguments, expect exit status `status`, and parse stdout as JSON. */
+json_t *tool_json(int status, const char *arg, ...) __attribute__((sentinel));
+
+/* A fresh directory for this test, and a path inside it (static storage, 8 slots in turn). */
+const char *test_dir(void);
+const char *test_path(const char *name);
+/* Remove the test's directory: the suites' .fini. */
+void test_cleanup(void);
+
+/* A JSON member as an exact unsigned number (aborts the test when absent or not one). */
+uint64_t json_u64(const json_t *obj, const char *key);
+
+/* The whole file (malloc'ed) and its size. */
+char *read_all(const char *path, size_t *len);
+
+#endif

@@ -1,0 +1,147 @@
+/* The process side of the CLI tests: see test_cli.h. */
+#include "test_cli.h"
+
+#include <criterion/criterion.h>
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (cap - n < 65536) {
+            cap = cap * 2 + 65536;
+            buf = realloc(buf, cap + 1);
+            cr_assert_not_null(buf);
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+static tool_result run_argv(const char **argv)
+{
+    const char *tool = getenv("TM_TOOL");
+    cr_assert_not_null(tool, "TM_TOOL is not set (run the tests through make)");
+    char out_path[256], err_path[256];
+    snprintf(out_path, sizeof out_path, "%s/.stdout", test_dir());
+    snprintf(err_path, sizeof err_path, "%s/.stderr", test_dir());
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
+            dup2(err, 2) < 0)
+            _exit(127);
+        char *args[64] = {"tensormap"};
+        for (int i = 1; i < 63 && argv[i]; i++)
+            args[i] = strdup(argv[i]); /* execv wants char *; this is the child */
+        execv(tool, args);
+        _exit(127);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    tool_result r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), NULL, NULL, 0};
+    r.out = read_all(out_path, &r.out_len);
+    r.err = read_all(err_path, NULL);
+    return r;
+}
+
+static tool_result run_va(const char *first, va_list ap)
+{
+    const char *argv[64] = {NULL, first};
+    int n = 2;
+    for (const char *a; n < 63 && (a = va_arg(ap, const char *)) != NULL;)
+        argv[n++] = a;
+    argv[n] = NULL;
+    return run_argv(argv);
+}
+
+tool_result tool_run(const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    tool_result r = run_va(arg, ap);
+    va_end(ap);
+    return r;
+}
+
+void tool_result_free(tool_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+json_t *tool_json(int status, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    tool_result r = run_va(arg, ap);
+    va_end(ap);
+    cr_assert_eq(r.status, status, "exit %d (expected %d); stderr: %s", r.status, status, r.err);
+    json_error_t e;
+    json_t *j = json_loadb(r.out, r.out_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
+    cr_assert_not_null(j, "not JSON (%s at line %d): %.400s", e.text, e.line, r.out);
+    tool_result_free(&r);
+    return j;
+}
+
+static char dir[64];
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+void test_cleanup(void)
+{
+    if (dir[0])
+        nftw(dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *test_dir(void)
+{
+    if (!dir[0]) {
+        strcpy(dir, "/tmp/tm_cli_XXXXXX");
+        cr_assert_not_null(mkdtemp(dir));
+    }
+    return dir;
+}
+
+const char *test_path(const char *name)
+{
+    static char paths[8][256];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, sizeof paths[0], "%s/%s", test_dir(), name);
+    return p;
+}
+
+uint64_t json_u64(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    cr_assert(json_is_integer(v) && json_integer_value(v) >= 0, "no number '%s'", key);
+    return (uint64_t)json_integer_value(v);
+}
