@@ -42,16 +42,17 @@ ST_RUN   := -max_len=16384 -dict=fuzz/safetensors.dict
 RUN_FLAGS := -timeout=10 -malloc_limit_mb=64 -rss_limit_mb=1024 -print_final_stats=1
 
 .PHONY: fuzz fuzz-build seeds
+.SECONDARY:
 fuzz: fuzz-build seeds
 	@echo "  FUZZ    gguf, $(FUZZ_SECONDS) s (log: $(FB)/fuzz_gguf.log)"
 	$(FB)/fuzz_gguf $(GGUF_RUN) $(RUN_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
 	    -artifact_prefix=$(FB)/crash-gguf- $(FB)/corpus/gguf $(FB)/seeds/gguf \
-	    2>&1 | tee $(FB)/fuzz_gguf.log | grep -E '^(#[0-9]+ +(INITED|DONE)|==|SUMMARY|stat::)'
+	    2>&1 | tee $(FB)/fuzz_gguf.log | grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|==|SUMMARY|stat::)'
 	@echo "  FUZZ    safetensors, $(FUZZ_SECONDS) s (log: $(FB)/fuzz_safetensors.log)"
 	$(FB)/fuzz_safetensors $(ST_RUN) $(RUN_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
 	    -artifact_prefix=$(FB)/crash-safetensors- $(FB)/corpus/safetensors \
 	    $(FB)/seeds/safetensors 2>&1 | tee $(FB)/fuzz_safetensors.log \
-	    | grep -E '^(#[0-9]+ +(INITED|DONE)|==|SUMMARY|stat::)'
+	    | grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|==|SUMMARY|stat::)'
 	@! ls $(FB)/crash-* 2>/dev/null
 
 fuzz-build: $(FB)/fuzz_gguf $(FB)/fuzz_safetensors

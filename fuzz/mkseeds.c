@@ -3,8 +3,8 @@
  *   mkseeds GGUF_DIR SAFETENSORS_DIR GOLDEN.gguf...
  *
  * For each golden file (written by ggml): a small copy with every metadata entry (all 13 value
- * types, string arrays, empty ones) and every tensor cut to its first row, so every block type
- * reaches the decoder within a few kilobytes; the same as GGUF version 2, and with
+ * types, string arrays, empty ones) and every tensor cut to two blocks of its first row, so every
+ * block type reaches the decoder within a few kilobytes; the same as GGUF version 2, and with
  * general.alignment = 1 so that tensors sit at odd offsets. For safetensors: small files by
  * hand, every dtype, scalars, empty shapes, __metadata__. The hostile and damaged corpora are
  * copied beside these by fuzz.mk. */
@@ -68,7 +68,7 @@ static tm_status copy_kv(tm_writer *w, const tm_kv *kv, tm_error *err)
     return st;
 }
 
-/* The golden file with every tensor cut to its first row. */
+/* The golden file with every tensor cut to two blocks. */
 static void small_copy(const tm_file *f, const char *out, uint32_t version, uint32_t alignment)
 {
     tm_writer *w;
@@ -88,7 +88,10 @@ static void small_copy(const tm_file *f, const char *out, uint32_t version, uint
     }
     for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
-        uint64_t ne[4] = {t->ne[0], 1, 1, 1};
+        /* at most two blocks of the first row: the decoder sees every type, the seed stays
+         * small enough for the fuzzer's max_len */
+        uint64_t be = tm_type_block_elems(t->type) ? tm_type_block_elems(t->type) : 1;
+        uint64_t ne[4] = {t->ne[0] < 2 * be ? t->ne[0] : 2 * be, 1, 1, 1};
         char *name = cstr(t->name);
         if (tm_writer_tensor(w, name, t->type, t->n_dims, ne, t->data, &err) != TM_OK)
             die(out, &err);

@@ -1,0 +1,220 @@
+/* Files that change under the mapping: another process truncates a file between tm_open and
+ * a decode. The mapped path raises SIGBUS, which the tool must turn into "FILE changed size
+ * while being read" and exit code 1; the --no-mmap / TM_OPEN_NO_MMAP path reads the file into
+ * memory and must not notice at all; a pipe must work as a file. */
+#include <criterion/criterion.h>
+
+#include "tensormap.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* 16 Mi bytes of f32 in a hole: several of the tool's decode chunks (about 4 MiB each), and
+ * nothing written to disk. */
+#define BIG_NE0 1024u
+#define BIG_NE1 4096u
+#define BIG_BYTES ((uint64_t)BIG_NE0 * BIG_NE1 * 4)
+
+static char dir[64], model[128], fifo[128], errpath[128];
+
+static void make_dir(void)
+{
+    strcpy(dir, "/tmp/tm_sigbus_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(model, sizeof model, "%s/big.gguf", dir);
+    snprintf(fifo, sizeof fifo, "%s/out.fifo", dir);
+    snprintf(errpath, sizeof errpath, "%s/stderr", dir);
+}
+
+static void remove_dir(void)
+{
+    unlink(model);
+    unlink(fifo);
+    unlink(errpath);
+    rmdir(dir);
+}
+
+/* A GGUF file with one f32 tensor "big" that is a sparse hole (it reads as zeros). */
+static void write_big_model(void)
+{
+    tm_writer *w;
+    tm_error err;
+    const uint64_t ne[2] = {BIG_NE0, BIG_NE1};
+    cr_assert_eq(tm_writer_new(&w, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_tensor(w, "big", TM_TYPE_F32, 2, ne, NULL, &err), TM_OK, "%s",
+                 err.message);
+    cr_assert_eq(tm_writer_finish(w, model, &err), TM_OK, "%s", err.message);
+}
+
+static const char *tool(void)
+{
+    const char *t = getenv("TM_TOOL");
+    cr_assert_not_null(t, "TM_TOOL is not set (run the tests through make)");
+    return t;
+}
+
+/* Start `tensormap [no_mmap] dump MODEL big -o FIFO --format raw` with stderr to a file. */
+static pid_t start_dump(bool no_mmap)
+{
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+            _exit(127);
+        if (no_mmap)
+            execl(tool(), "tensormap", "--no-mmap", "dump", model, "big", "-o", fifo,
+                  "--format", "raw", (char *)NULL);
+        else
+            execl(tool(), "tensormap", "dump", model, "big", "-o", fifo, "--format", "raw",
+                  (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[8192];
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp);
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Wait for the tool's first bytes on the FIFO (so it has opened and mapped the model and
+ * decoded its first chunk), truncate the model behind its back, then drain the FIFO. The read
+ * end is opened non-blocking so that a tool that never opens its output (a usage error) is
+ * noticed at once instead of blocking the test; poll's timeout only paces that check. Returns
+ * the bytes received; *status gets the tool's exit status. */
+static uint64_t dump_and_truncate(bool no_mmap, int *status)
+{
+    static char buf[1 << 16];
+    uint64_t got = 0;
+    ssize_t n;
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    pid_t pid = start_dump(no_mmap);
+    int fd = open(fifo, O_RDONLY | O_NONBLOCK);
+    cr_assert_geq(fd, 0);
+    for (;;) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, 100) > 0 && (n = read(fd, buf, sizeof buf)) > 0)
+            break;
+        cr_assert_eq(waitpid(pid, status, WNOHANG), 0,
+                     "the tool ended before writing anything: %s", slurp(errpath));
+    }
+    got += (uint64_t)n;
+    cr_assert_eq(fcntl(fd, F_SETFL, 0), 0);
+    cr_assert_eq(truncate(model, 4096), 0, "truncate failed");
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        got += (uint64_t)n;
+    close(fd);
+    cr_assert_eq(waitpid(pid, status, 0), pid);
+    return got;
+}
+
+TestSuite(changing, .init = make_dir, .fini = remove_dir, .timeout = 60);
+
+Test(changing, dump_of_a_file_truncated_while_mapped_names_it_and_exits_1)
+{
+    int status;
+    write_big_model();
+    uint64_t got = dump_and_truncate(false, &status);
+    const char *err = slurp(errpath);
+    cr_expect(WIFEXITED(status), "the tool died of signal %d instead of exiting",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    cr_expect_eq(WEXITSTATUS(status), 1, "exit status %d", WEXITSTATUS(status));
+    cr_expect_lt(got, BIG_BYTES, "all %llu bytes arrived although the file was cut",
+                 (unsigned long long)got);
+    char want[256];
+    snprintf(want, sizeof want, "%s changed size while being read", model);
+    cr_expect_not_null(strstr(err, want), "stderr was: %s", err);
+}
+
+Test(changing, dump_with_no_mmap_does_not_notice_the_truncation)
+{
+    int status;
+    write_big_model();
+    uint64_t got = dump_and_truncate(true, &status);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d, stderr: %s", status,
+              slurp(errpath));
+    cr_expect_eq(got, BIG_BYTES, "%llu of %llu bytes", (unsigned long long)got,
+                 (unsigned long long)BIG_BYTES);
+}
+
+/* The library's side: TM_OPEN_NO_MMAP holds the bytes, so a decode after the file was cut
+ * gives what the file held when it was opened. */
+Test(changing, no_mmap_open_decodes_after_the_file_is_cut)
+{
+    tm_writer *w;
+    tm_file *f;
+    tm_error err;
+    float in[64], out[64];
+    const uint64_t ne[1] = {64};
+    for (unsigned i = 0; i < 64; i++)
+        in[i] = (float)i * 0.25f - 3.0f;
+    cr_assert_eq(tm_writer_new(&w, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_tensor(w, "t", TM_TYPE_F32, 1, ne, in, &err), TM_OK, "%s",
+                 err.message);
+    cr_assert_eq(tm_writer_finish(w, model, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_open(model, TM_OPEN_NO_MMAP, &f, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(truncate(model, 0), 0);
+    const tm_tensor *t = tm_tensor_find(f, "t");
+    cr_assert_not_null(t);
+    cr_assert_eq(tm_dequant_tensor(t, out, 1, &err), TM_OK, "%s", err.message);
+    cr_expect_arr_eq(out, in, sizeof in);
+    tm_close(f);
+}
+
+/* Run `sh -c CMD`, return its stdout (malloc'ed) and exit status. */
+static char *run_shell(const char *cmd, int *status)
+{
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t cap = 1 << 16, len = 0, n;
+    char *out = malloc(cap);
+    cr_assert_not_null(out);
+    while ((n = fread(out + len, 1, cap - 1 - len, p)) > 0) {
+        len += n;
+        if (len == cap - 1) {
+            cap *= 2;
+            out = realloc(out, cap);
+            cr_assert_not_null(out);
+        }
+    }
+    out[len] = '\0';
+    *status = pclose(p);
+    return out;
+}
+
+/* `cat model.gguf | tensormap tensors -`: a pipe cannot be mapped; it is read whole and gives
+ * the same listing as the file. */
+Test(changing, a_pipe_reads_like_the_file)
+{
+    char cmd[1024];
+    int st_file, st_pipe;
+    const char *corpus = getenv("TM_CORPUS");
+    cr_assert_not_null(corpus);
+    snprintf(cmd, sizeof cmd, "'%s' tensors '%s/golden/golden-a.gguf'", tool(), corpus);
+    char *from_file = run_shell(cmd, &st_file);
+    snprintf(cmd, sizeof cmd, "cat '%s/golden/golden-a.gguf' | '%s' tensors -", corpus, tool());
+    char *from_pipe = run_shell(cmd, &st_pipe);
+    cr_expect_eq(st_file, 0);
+    cr_expect_eq(st_pipe, 0);
+    cr_expect_gt(strlen(from_file), 58 * 10, "the listing is too short: %s", from_file);
+    cr_expect_str_eq(from_pipe, from_file);
+    snprintf(cmd, sizeof cmd, "cat '%s/golden/golden-a.gguf' | '%s' info - >/dev/null", corpus,
+             tool());
+    free(run_shell(cmd, &st_pipe));
+    cr_expect_eq(st_pipe, 0, "tensormap info - exits %d", st_pipe);
+    free(from_file);
+    free(from_pipe);
+}
