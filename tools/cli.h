@@ -51,6 +51,10 @@ int cli_finish_output(int rc);
  * every file it opens; the last name wins. */
 void cli_sigbus_watch(const char *name);
 
+/* tools/cli_man.c: the man page in roff, built from the command table's help texts (the one
+ * source of truth); `tensormap --man` prints it. */
+void cli_man(FILE *out);
+
 /* The command table, in tools/tensormap.c. */
 extern const cli_command *const cli_commands[];
 const cli_command *cli_find_command(const char *name);

@@ -73,9 +73,4 @@ size_t cli_chunk_elems(const tm_tensor *t);
  * failure NULL with a message in msg. */
 char *cli_ollama_path(const char *spec, char *msg, size_t msg_size);
 
-/* ---- cli_man.c ----------------------------------------------------------------------------- */
-
-/* The man page, in roff, built from the command table's help texts. */
-void cli_man(FILE *out);
-
 #endif

@@ -47,6 +47,9 @@ int main(int argc, char **argv)
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--no-mmap") == 0) {
             cli_open_flags |= TM_OPEN_NO_MMAP;
+        } else if (strcmp(argv[i], "--man") == 0) { /* hidden: the Makefile's tensormap.1 */
+            cli_man(stdout);
+            return CLI_OK;
         } else if (strcmp(argv[i], "--version") == 0) {
             printf("tensormap %s (library %s, %s)\n", TM_VERSION_STRING, tm_version(), tm_isa());
             return CLI_OK;
