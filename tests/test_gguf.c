@@ -948,3 +948,28 @@ Test(gguf, open_errors_on_disk)
     cr_assert_eq(tm_open(NULL, 0, &f, &err), TM_INVALID_ARG);
     tm_close(NULL);
 }
+
+/* ---- messages ---- */
+
+Test(gguf, long_names_are_cut_in_messages)
+{
+    char *key = malloc(60001);
+    memset(key, 'k', 60000);
+    key[60000] = '\0';
+    tb b = {0};
+    tb_head(&b, 3, 0, 2);
+    tb_kv_u32(&b, key, 1);
+    const size_t at = tb_kv_u32(&b, key, 2);
+    EXPECT_FAIL(&b, TM_DUPLICATE, at, "kkkk...'", "same key as entry 0");
+    free(key);
+    tb_free(&b);
+}
+
+Test(gguf, status_names_and_descriptions)
+{
+    cr_assert_str_eq(tm_status_name(TM_OK), "OK");
+    cr_assert_str_eq(tm_status_name(TM_LAYOUT), "LAYOUT");
+    cr_assert_str_eq(tm_status_str(TM_NOMEM), "out of memory");
+    cr_assert_str_eq(tm_status_name((tm_status)999), "UNKNOWN");
+    cr_assert_not_null(tm_status_str((tm_status)999));
+}
