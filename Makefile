@@ -80,7 +80,7 @@ SHARED := $(B)/libtensormap.so.$(VERSION)
 
 .PHONY: all lib demo test check test-golden bench fuzz install uninstall test-install clean deps \
         check-exports check-san cross-arm
-all: lib $(B)/tensormap $(EXAMPLES) $(if $(wildcard tools/mkdemo.c),$(B)/demo.gguf)
+all: lib $(B)/tensormap $(B)/tensormap.1 $(EXAMPLES) $(if $(wildcard tools/mkdemo.c),$(B)/demo.gguf)
 
 lib: $(STATIC) $(SHARED)
 
@@ -138,6 +138,10 @@ $(B)/test_tensormap: $(TEST_OBJS) $(STATIC)
 	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(STATIC) $(LDFLAGS) -lcriterion $(LIBS)
 
 # The demo model the README's first command runs on: written by the project's own writer.
+# The man page, generated from the commands' help texts (one source of truth).
+$(B)/tensormap.1: $(B)/tensormap
+	$(Q)$(B)/tensormap --man > $@
+
 $(B)/demo.gguf: $(B)/mkdemo
 	$(Q)$(B)/mkdemo $@
 
@@ -196,7 +200,7 @@ install: all
 	sed -e 's|@prefix@|$(prefix)|' -e 's|@libdir@|$(libdir)|' -e 's|@includedir@|$(includedir)|' \
 	    -e 's|@VERSION@|$(VERSION)|' tensormap.pc.in > $(DESTDIR)$(pkgconfigdir)/tensormap.pc
 	install -m 755 $(B)/tensormap $(DESTDIR)$(bindir)/
-	install -m 644 doc/tensormap.1 $(DESTDIR)$(man1dir)/
+	install -m 644 $(B)/tensormap.1 $(DESTDIR)$(man1dir)/
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/tensormap.h $(DESTDIR)$(libdir)/libtensormap.a \
