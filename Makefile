@@ -146,11 +146,11 @@ $(B)/test_tensormap: $(TEST_OBJS) $(STATIC)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(STATIC) $(LDFLAGS) -lcriterion $(LIBS)
 
-# The demo model the README's first command runs on: written by the project's own writer.
 # The man page, generated from the commands' help texts (one source of truth).
 $(B)/tensormap.1: $(B)/tensormap
 	$(Q)$(B)/tensormap --man > $@
 
+# The demo model the README's first command runs on: written by the project's own writer.
 $(B)/demo.gguf: $(B)/mkdemo
 	$(Q)$(B)/mkdemo $@
 
