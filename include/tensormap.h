@@ -174,7 +174,8 @@ enum tm_open_flags {
      * filesystems that cannot map; the data is then immune to the file changing under us */
     TM_OPEN_NO_MMAP = 1u << 0,
     /* a safetensors shard: open every shard of its checkpoint (from the sibling
-     * model.safetensors.index.json) and present one index */
+     * model.safetensors.index.json) and present one index; a file with no index beside it
+     * opens alone, a file the index does not name is TM_NOT_FOUND */
     TM_OPEN_ALL_SHARDS = 1u << 1,
 };
 

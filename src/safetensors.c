@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define ST_INDEX_NAME "model.safetensors.index.json"
 
@@ -647,20 +648,25 @@ static tm_status load_index(const char *path, unsigned flags, json_t **out, tm_e
 tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
 {
     const tm__map *m0 = &f->maps[0];
-    tm_status s;
+    tm_status s = TM_OK;
     f->layout.n_shards = 1;
-    if (!looks_like_file(m0->base, m0->size) || (flags & TM_OPEN_ALL_SHARDS)) {
+    const bool is_file = looks_like_file(m0->base, m0->size);
+    /* A shard opened with TM_OPEN_ALL_SHARDS brings its checkpoint in through the sibling
+     * index; a file with no index beside it is a checkpoint of its own. */
+    char *index_path = NULL;
+    if (is_file && (flags & TM_OPEN_ALL_SHARDS) && m0->path) {
+        index_path = join_dir(m0->path, ST_INDEX_NAME);
+        if (!index_path)
+            return no_memory(err);
+        if (access(index_path, F_OK) != 0) {
+            free(index_path);
+            index_path = NULL;
+        }
+    }
+    if (!is_file || index_path) {
         json_t *index = NULL;
-        char *index_path = NULL;
         const char *label = m0->path ? m0->path : "buffer";
-        if (looks_like_file(m0->base, m0->size)) {
-            /* a shard: find its index beside it, and require it to be one of its shards */
-            if (!m0->path)
-                return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET, "a buffer has no directory to "
-                                "find the checkpoint's index in");
-            index_path = join_dir(m0->path, ST_INDEX_NAME);
-            if (!index_path)
-                return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+        if (index_path) {
             s = load_index(index_path, flags, &index, err);
         } else {
             s = parse_index_json(m0, label, &index, err);

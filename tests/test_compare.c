@@ -8,9 +8,11 @@
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -348,4 +350,104 @@ Test(compare, usage_errors, .init = setup, .fini = teardown)
     cr_expect_eq(run_tool("compare only_one_file 2>/dev/null", out, sizeof out), 2);
     cr_expect_eq(run_tool("compare --tolerance -1 a b 2>/dev/null", out, sizeof out), 2);
     cr_expect_eq(run_tool("compare /nonexistent/a /nonexistent/b 2>/dev/null", out, sizeof out), 1);
+}
+
+/* A quantized target: q8_0 blocks built by hand (half d, then 32 int8), so the decoded values
+ * are known: qs[i] * d. The source holds the same values in F32, one of them off by 0.25. */
+Test(compare, quantized_target_reports_rmse, .init = setup, .fini = teardown)
+{
+    uint8_t block[34];
+    const uint16_t d = 0x3800; /* 0.5 in IEEE half */
+    memcpy(block, &d, 2);
+    float src[32];
+    for (int i = 0; i < 32; i++) {
+        block[2 + i] = (uint8_t)(int8_t)(i - 16);
+        src[i] = (float)(i - 16) * 0.5f; /* -8 .. 7.5: range 15.5 */
+    }
+    src[3] += 0.25f;
+    const uint64_t shape[1] = {32};
+    st_writer *sw = st_writer_new();
+    st_writer_add(sw, "model.norm.weight", "F32", 1, shape, src, sizeof src);
+    cr_assert_eq(st_writer_write(sw, st_path), 0);
+    st_writer_free(sw);
+    tm_writer *gw = NULL;
+    tm_error err = {0};
+    cr_assert_eq(tm_writer_new(&gw, &err), TM_OK);
+    cr_assert_eq(tm_writer_kv_str(gw, "general.architecture", "qwen2", 5, &err), TM_OK);
+    cr_assert_eq(tm_writer_tensor(gw, "output_norm.weight", TM_TYPE_Q8_0, 1, shape, block, &err),
+                 TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_finish(gw, gguf_path, &err), TM_OK, "%s", err.message);
+
+    int rc;
+    json_t *j = run_json(st_path, gguf_path, "", &rc);
+    cr_expect_eq(rc, 1);
+    json_t *p = json_array_get(json_object_get(j, "pairs"), 0);
+    cr_assert_not_null(p);
+    cr_expect_str_eq(json_string_value(json_object_get(p, "type_b")), "q8_0");
+    cr_expect_eq(json_integer_value(json_object_get(p, "n_differing")), 1);
+    cr_expect_float_eq(json_real_value(json_object_get(p, "max_abs")), 0.25, 1e-12);
+    cr_expect_float_eq(json_real_value(json_object_get(p, "rmse")), sqrt(0.25 * 0.25 / 32), 1e-12);
+    /* the range is A's (the source's): -8 .. 7.5 */
+    cr_expect_float_eq(json_real_value(json_object_get(p, "max_error_of_range")), 0.25 / 15.5, 1e-12);
+    json_decref(j);
+    j = run_json(st_path, gguf_path, "--tolerance 0.25", &rc);
+    cr_expect_eq(rc, 0);
+    json_decref(j);
+}
+
+/* The same checkpoint split into two shards with an index: it compares by name with the single
+ * file, through the index or through one shard with --all-shards. */
+Test(compare, sharded_checkpoint, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){0});
+    char shard[2][160], index[160], sub[100];
+    snprintf(sub, sizeof sub, "%s/sharded", dir); /* --all-shards applies to both files */
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    st_writer *w[2] = {st_writer_new(), st_writer_new()};
+    json_t *map = json_object();
+    rng = 12345; /* the values write_pair drew, in the same order */
+    for (int i = 0; i < n_specs; i++) {
+        const spec *s = &specs[i];
+        uint64_t n = s->rows * (s->cols ? s->cols : 1), shape[2] = {s->rows, s->cols};
+        uint16_t v[256];
+        for (uint64_t k = 0; k < n; k++)
+            v[k] = next_bf16();
+        int which = i >= n_specs / 2;
+        st_writer_add(w[which], s->hf, "BF16", s->cols ? 2 : 1, shape, v, n * 2);
+        json_object_set_new(map, s->hf, json_sprintf("part-%d.safetensors", which + 1));
+    }
+    for (int k = 0; k < 2; k++) {
+        snprintf(shard[k], sizeof shard[k], "%s/part-%d.safetensors", sub, k + 1);
+        cr_assert_eq(st_writer_write(w[k], shard[k]), 0);
+        st_writer_free(w[k]);
+    }
+    json_t *idx = json_pack("{s:{}, s:o}", "metadata", "weight_map", map);
+    char *body = json_dumps(idx, JSON_INDENT(2));
+    snprintf(index, sizeof index, "%s/model.safetensors.index.json", sub);
+    cr_assert_eq(st_write_file(index, body, strlen(body)), 0);
+    free(body);
+    json_decref(idx);
+
+    int rc;
+    json_t *j = run_json(index, st_path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), (uint64_t)n_specs);
+    json_decref(j);
+    j = run_json(shard[1], st_path, "--all-shards", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), (uint64_t)n_specs);
+    json_decref(j);
+    j = run_json(shard[1], st_path, "", &rc);
+    cr_expect_eq(rc, 1, "one shard alone leaves tensors of B unaccounted for");
+    cr_expect_eq(summary(j, "only_b"), (uint64_t)(n_specs / 2));
+    json_decref(j);
+    /* the faithful GGUF against the sharded source */
+    j = run_json(index, gguf_path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), N_PAIRS);
+    json_decref(j);
+    unlink(shard[0]);
+    unlink(shard[1]);
+    unlink(index);
+    rmdir(sub);
 }

@@ -611,8 +611,28 @@ Test(safetensors_shards, all_shards_without_an_index, .init = make_dir, .fini = 
     snprintf(p, sizeof p, "%s/lonely.safetensors", dir);
     cr_assert_eq(st_writer_write(w, p), 0);
     st_writer_free(w);
+    /* a file with no index beside it is a checkpoint of its own */
+    tm_file *f = NULL;
+    tm_error err = {0};
+    cr_assert_eq(tm_open(p, TM_OPEN_ALL_SHARDS, &f, &err), TM_OK, "%s", err.message);
+    cr_expect_eq(tm_n_tensors(f), 1);
+    cr_expect_eq(tm_file_layout(f)->n_shards, 1);
+    tm_close(f);
+}
+
+Test(safetensors_shards, all_shards_from_a_file_the_index_does_not_name, .init = make_dir,
+     .fini = remove_dir)
+{
+    write_checkpoint(GOOD_MAP);
+    const uint64_t s1[1] = {1};
+    st_writer *w = st_writer_new();
+    st_writer_add(w, "x", "U8", 1, s1, "x", 1);
+    char p[128];
+    snprintf(p, sizeof p, "%s/lonely.safetensors", dir);
+    cr_assert_eq(st_writer_write(w, p), 0);
+    st_writer_free(w);
     tm_file *f = NULL;
     tm_error err = {0};
     cr_expect_eq(tm_open(p, TM_OPEN_ALL_SHARDS, &f, &err), TM_NOT_FOUND, "%s", err.message);
-    cr_expect(strstr(err.message, "model.safetensors.index.json"), "%s", err.message);
+    cr_expect(strstr(err.message, "names no shard 'lonely.safetensors'"), "%s", err.message);
 }
