@@ -117,7 +117,7 @@ static inline int qwen2_vocab_make(qwen2_vocab *v, const qwen2_model *m)
     /* One forward pass over the parents: each (parent, letter) pair is taken at most once, so
      * no token repeats, and every new token is itself a parent further on. */
     for (size_t parent = 0; t < 256 + (size_t)m->n_merges; parent++) {
-        if (parent == t) { /* every parent used up: cannot happen at a third of 26 letters */
+        if (parent == t) { /* every parent used up: cannot happen at 26/11 children a parent */
             qwen2_vocab_free(v);
             return -1;
         }
@@ -125,7 +125,7 @@ static inline int qwen2_vocab_make(qwen2_vocab *v, const qwen2_model *m)
             v->tok_len[parent] >= QWEN2_MAX_TOKEN)
             continue;
         for (unsigned c = 'a'; c <= 'z' && t < 256 + (size_t)m->n_merges; c++) {
-            if (qwen2_rand(&rng) % 3 != 0)
+            if (qwen2_rand(&rng) % 11 != 0) /* 26/11 children a parent: words of 8-13 */
                 continue;
             const size_t pl = v->tok_len[parent];
             char *s = v->tok + tok_at;
