@@ -137,7 +137,8 @@ $(B)/%: $(B)/obj/tools/%.o $(STATIC)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) $(SANLD) -o $@ $< $(STATIC) $(LDFLAGS) $(LIBS)
 
-$(B)/bench/%: bench/%.c $(STATIC) | $(DEPS_STAMP)
+# bench/open writes its model with tools/qwen2_model.h
+$(B)/bench/%: bench/%.c $(STATIC) $(wildcard tools/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(V),,@echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LIBS)
