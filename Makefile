@@ -227,13 +227,14 @@ uninstall:
 	      $(DESTDIR)$(libdir)/libtensormap.so* $(DESTDIR)$(pkgconfigdir)/tensormap.pc \
 	      $(DESTDIR)$(bindir)/tensormap $(DESTDIR)$(man1dir)/tensormap.1
 
-# Build a program against an installed copy through pkg-config.
+# Build a program against an installed copy through pkg-config; it runs against the staged
+# shared library (LD_LIBRARY_PATH), not one installed on the machine.
 test-install:
 	rm -rf $(B)/stage && $(MAKE) install DESTDIR=$(abspath $(B)/stage) PREFIX=/usr
 	PKG_CONFIG_SYSROOT_DIR=$(abspath $(B)/stage) \
 	PKG_CONFIG_PATH=$(abspath $(B)/stage)/usr/lib/pkgconfig \
 	  sh -c '$(CC) -o $(B)/stage/hello tools/matvec.c $$(pkg-config --cflags --libs --static tensormap)'
-	$(B)/stage/hello --help >/dev/null
+	LD_LIBRARY_PATH=$(abspath $(B)/stage)/usr/lib $(B)/stage/hello --help >/dev/null
 
 clean:
 	rm -rf build build-san build-fuzz
