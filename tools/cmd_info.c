@@ -111,10 +111,11 @@ static void print_gguf(const tm_file *f, const tm_layout *l)
     if (arch.ptr && head_width(f, &embd, &heads)) {
         printf("and what falls out of those two lines\n");
         if (embd % heads == 0)
-            row("head width", "one head is %" PRIu64 " wide: %" PRIu64 " / %" PRIu64,
-                embd / heads, embd, heads);
+            printf("  one head is %" PRIu64 " wide: %" PRIu64 " / %" PRIu64 "\n", embd / heads,
+                   embd, heads);
         else
-            row("head width", "%" PRIu64 " / %" PRIu64 " is not a whole number", embd, heads);
+            printf("  no whole head width: %" PRIu64 " / %" PRIu64 " leaves %" PRIu64 "\n", embd,
+                   heads, embd % heads);
     }
 
     printf("where the header stops\n");
@@ -125,8 +126,8 @@ static void print_gguf(const tm_file *f, const tm_layout *l)
     row("last tensor info ends at", "%" PRIu64, l->infos_end);
     row("padding", "%" PRIu64, l->padding);
     row("tensor data starts at", "%" PRIu64, l->data_start);
-    row("tensor data", "%" PRIu64 " bytes, the last tensor ends %" PRIu64 " in", l->data_size,
-        l->tensors_end);
+    row("tensor data", "%" PRIu64 " bytes; the last tensor ends %" PRIu64 " bytes in",
+        l->data_size, l->tensors_end);
 }
 
 static void print_safetensors(const tm_layout *l)
@@ -136,8 +137,8 @@ static void print_safetensors(const tm_layout *l)
     row("tensors", "%" PRIu64, l->n_tensors);
     row("metadata entries", "%" PRIu64 " (in __metadata__)", l->n_kv);
     row("tensor data starts at", "%" PRIu64, l->data_start);
-    row("tensor data", "%" PRIu64 " bytes, the last tensor ends %" PRIu64 " in", l->data_size,
-        l->tensors_end);
+    row("tensor data", "%" PRIu64 " bytes; the last tensor ends %" PRIu64 " bytes in",
+        l->data_size, l->tensors_end);
     if (l->n_shards > 1)
         row("shards", "%" PRIu32 " files (the sizes above are the first shard's)", l->n_shards);
 }

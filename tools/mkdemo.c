@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     }
     const qwen2_model m = {
         .name = "tensormap demo (qwen2-shaped, not trained)",
-        .size_label = "4M",
+        .size_label = "7M", /* 6,824,192 weights */
         .n_block = 8, .n_embd = 256, .n_head = 4, .n_head_kv = 2, .n_ff = 768, .n_ctx = 4096,
         .n_vocab = 1024, .n_merges = 762,
         .file_type = 15,
