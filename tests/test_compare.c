@@ -197,16 +197,23 @@ static int run_tool(const char *args, char *out, size_t cap)
     return WEXITSTATUS(st);
 }
 
-static json_t *run_json(const char *a, const char *b, const char *extra, int *rc)
+/* extra: options of compare; global: options of tensormap before the command */
+static json_t *run_json_in(const char *global, const char *a, const char *b, const char *extra,
+                           int *rc)
 {
     static char out[1 << 20];
     char args[512];
-    snprintf(args, sizeof args, "compare --json %s %s %s", extra, a, b);
+    snprintf(args, sizeof args, "%s compare --json %s %s %s", global, extra, a, b);
     *rc = run_tool(args, out, sizeof out);
     json_error_t je;
     json_t *j = json_loads(out, 0, &je);
     cr_assert_not_null(j, "not JSON (%s): %s", je.text, out);
     return j;
+}
+
+static json_t *run_json(const char *a, const char *b, const char *extra, int *rc)
+{
+    return run_json_in("", a, b, extra, rc);
 }
 
 static uint64_t summary(json_t *j, const char *key)
@@ -433,7 +440,7 @@ Test(compare, sharded_checkpoint, .init = setup, .fini = teardown)
     cr_expect_eq(rc, 0);
     cr_expect_eq(summary(j, "exact"), (uint64_t)n_specs);
     json_decref(j);
-    j = run_json(shard[1], st_path, "--all-shards", &rc);
+    j = run_json_in("--all-shards", shard[1], st_path, "", &rc);
     cr_expect_eq(rc, 0);
     cr_expect_eq(summary(j, "exact"), (uint64_t)n_specs);
     json_decref(j);

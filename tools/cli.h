@@ -20,7 +20,8 @@ typedef struct cli_command {
 } cli_command;
 
 /* Options that apply to every command (set by main before dispatch). */
-extern unsigned cli_open_flags;   /* TM_OPEN_NO_MMAP with --no-mmap */
+extern unsigned cli_open_flags;   /* TM_OPEN_NO_MMAP with --no-mmap, TM_OPEN_ALL_SHARDS with
+                                   * --all-shards */
 
 /* Open FILE as the user named it: a path, "-" for standard input, or ollama:NAME[:TAG].
  * On failure prints "tensormap: FILE: message" to stderr and returns NULL. */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: tensormap compare [--tolerance X] [--all-shards] [--json] A B\n"
+    "usage: tensormap compare [--tolerance X] [--json] A B\n"
     "\n"
     "Compare two checkpoints tensor by tensor after decoding both to float32. GGUF with GGUF and\n"
     "safetensors with safetensors pair tensors by name. Safetensors with GGUF (either order)\n"
@@ -32,9 +32,10 @@ static const char help[] =
     "\n"
     "  --tolerance X  largest absolute difference that still matches (default 0: exact; NaN\n"
     "                 matches NaN)\n"
-    "  --all-shards   a safetensors shard opens its whole checkpoint (through the sibling\n"
-    "                 model.safetensors.index.json)\n"
-    "  --json         one JSON object: the pairs, the one-sided tensors and the summary\n";
+    "  --json         one JSON object: the pairs, the one-sided tensors and the summary\n"
+    "\n"
+    "A or B may be a model.safetensors.index.json, or (with `tensormap --all-shards compare`)\n"
+    "any one shard of a checkpoint.\n";
 
 /* Floats decoded per side per step: 4 MiB each. */
 #define CHUNK_FLOATS ((size_t)1 << 20)
@@ -439,13 +440,13 @@ static bool head_counts(const tm_file *gg, uint64_t *n_head, uint64_t *n_head_kv
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"tolerance", required_argument, NULL, 't'}, {"all-shards", no_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
+        {"tolerance", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     double tol = 0;
     bool json = false;
-    unsigned flags = 0;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         char *end;
@@ -457,7 +458,6 @@ static int run(int argc, char **argv)
                 return CLI_USAGE;
             }
             break;
-        case 's': flags |= TM_OPEN_ALL_SHARDS; break;
         case 'j': json = true; break;
         case 'h': fputs(help, stdout); return CLI_OK;
         default: return cli_usage(&cmd_compare);
@@ -467,8 +467,8 @@ static int run(int argc, char **argv)
         cli_errorf("compare: needs two files, A and B");
         return cli_usage(&cmd_compare);
     }
-    tm_file *fa = cli_open(argv[optind], flags);
-    tm_file *fb = fa ? cli_open(argv[optind + 1], flags) : NULL;
+    tm_file *fa = cli_open(argv[optind], 0);
+    tm_file *fb = fa ? cli_open(argv[optind + 1], 0) : NULL;
     int rc = CLI_FAIL;
     plan pl = {0};
     float *va = NULL, *vb = NULL;

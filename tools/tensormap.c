@@ -34,10 +34,13 @@ const cli_command *cli_find_command(const char *name)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tensormap [--no-mmap] COMMAND [options] FILE ...\n\ncommands:\n");
+    fprintf(out, "usage: tensormap [--no-mmap] [--all-shards] COMMAND [options] FILE ...\n\n"
+                 "commands:\n");
     for (const cli_command *const *c = cli_commands; *c; c++)
         fprintf(out, "  %-10s %s\n", (*c)->name, (*c)->summary);
-    fprintf(out, "\nFILE is a path, - for standard input, or ollama:NAME[:TAG].\n"
+    fprintf(out, "\nFILE is a path, - for standard input, or ollama:NAME[:TAG]. A safetensors\n"
+                 "checkpoint in shards opens through its model.safetensors.index.json, or through\n"
+                 "any one shard with --all-shards.\n"
                  "`tensormap help COMMAND` or `tensormap COMMAND --help` for a command's options.\n");
 }
 
@@ -47,6 +50,8 @@ int main(int argc, char **argv)
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--no-mmap") == 0) {
             cli_open_flags |= TM_OPEN_NO_MMAP;
+        } else if (strcmp(argv[i], "--all-shards") == 0) { /* a shard opens its checkpoint */
+            cli_open_flags |= TM_OPEN_ALL_SHARDS;
         } else if (strcmp(argv[i], "--man") == 0) { /* hidden: the Makefile's tensormap.1 */
             cli_man(stdout);
             return CLI_OK;
