@@ -42,6 +42,9 @@ static __m512 iota16(void)
     return _mm512_cvtepi32_ps(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
 }
 
+/* lane k of v in every lane */
+static __m512 lane(__m512 v, int k) { return _mm512_permutexvar_ps(_mm512_set1_epi32(k), v); }
+
 /* ---- plain types --------------------------------------------------------------------------- */
 
 static void dequant_f16_avx512(const void *src, float *dst, size_t n)
@@ -168,6 +171,69 @@ static void dequant_q8_0_avx512(const void *src, float *dst, size_t n)
 
 /* ---- 256-element super-blocks -------------------------------------------------------------- */
 
+/* q2_K: group g (16 elements, g = 8 * half + 2 * step + run) has D = d * (sc & 15) and
+ * M = dmin * (sc >> 4); its q = (byte >> 2 * step) & 3. The table T[i] = D * (i & 3) - M
+ * repeats every 4 lanes, so vpermps may use bits 0..3 of byte >> shift as they are. */
+static void dequant_q2_K_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m512 q = _mm512_cvtepi32_ps(_mm512_and_si512(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(3)));
+    for (size_t i = 0; i < n; i++, b += 84) {
+        const __m512i sc = u8x16(b);
+        const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(half(b + 80)),
+                                        _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
+        const __m512 mm = _mm512_mul_ps(_mm512_set1_ps(half(b + 82)),
+                                        _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
+        for (int h = 0, g = 0; h < 2; h++) {
+            const __m512i x[2] = { u8x16(b + 16 + 32 * h), u8x16(b + 16 + 32 * h + 16) };
+            for (int step = 0; step < 4; step++) {
+                for (int r = 0; r < 2; r++, g++, dst += 16) {
+                    const __m512 t = _mm512_sub_ps(_mm512_mul_ps(lane(dd, g), q), lane(mm, g));
+                    const __m512i idx = _mm512_srlv_epi32(x[r], _mm512_set1_epi32(2 * step));
+                    _mm512_storeu_ps(dst, _mm512_permutexvar_ps(idx, t));
+                }
+            }
+        }
+    }
+}
+
+/* q3_K: the 3-bit index (2 bits of qs) | (hmask bit) << 2 selects T[i] = D * ((i & 7) - 4):
+ * a set mask bit means q, a clear one q - 4, exactly the scalar value. */
+static void dequant_q3_K_avx512(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m512 q = _mm512_cvtepi32_ps(_mm512_sub_epi32(
+        _mm512_and_si512(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(7)),
+        _mm512_set1_epi32(4)));
+    const __m512i three = _mm512_set1_epi32(3), four = _mm512_set1_epi32(4);
+    for (size_t i = 0; i < n; i++, b += 110) {
+        /* the sixteen 6-bit scales, unpacked as ggml does, minus 32 */
+        const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+        const uint32_t a0 = rd32(b + 96), a1 = rd32(b + 100), a2 = rd32(b + 104);
+        const __m128i s6 = _mm_set_epi32((int)((a1 >> 4 & m4) | ((a2 >> 6 & m2) << 4)),
+                                         (int)((a0 >> 4 & m4) | ((a2 >> 4 & m2) << 4)),
+                                         (int)((a1 & m4) | ((a2 >> 2 & m2) << 4)),
+                                         (int)((a0 & m4) | ((a2 & m2) << 4)));
+        const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(half(b + 108)), _mm512_cvtepi32_ps(
+            _mm512_sub_epi32(_mm512_cvtepu8_epi32(s6), _mm512_set1_epi32(32))));
+        const __m512i hm[2] = { u8x16(b), u8x16(b + 16) };
+        for (int h = 0, g = 0; h < 2; h++) {
+            const __m512i x[2] = { u8x16(b + 32 + 32 * h), u8x16(b + 32 + 32 * h + 16) };
+            for (int step = 0; step < 4; step++) {
+                const __m512i bit = _mm512_set1_epi32(1 << (4 * h + step));
+                for (int r = 0; r < 2; r++, g++, dst += 16) {
+                    const __m512 t = _mm512_mul_ps(lane(dd, g), q);
+                    const __m512i q2 = _mm512_and_si512(_mm512_srlv_epi32(x[r], _mm512_set1_epi32(2 * step)), three);
+                    const __m512i idx = _mm512_mask_or_epi32(q2, _mm512_test_epi32_mask(hm[r], bit), q2, four);
+                    _mm512_storeu_ps(dst, _mm512_permutexvar_ps(idx, t));
+                }
+            }
+        }
+    }
+}
+
 /* The eight 6-bit scales and eight mins of q4_K/q5_K as 16 bytes (scales then mins), unpacked
  * with ggml's word arithmetic (same values as the scalar kernel's per-group unpacking). */
 static __m128i k4_scales_mins(const uint8_t *s12)
@@ -188,8 +254,6 @@ static __m512 k4_dm(const uint8_t *b)
     const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(half(b)), _mm256_set1_ps(half(b + 2)), 1);
     return _mm512_mul_ps(sm, dd);
 }
-
-static __m512 lane(__m512 v, int k) { return _mm512_permutexvar_ps(_mm512_set1_epi32(k), v); }
 
 /* q4_K: per group a table T[q] = D * q - M; the pair's 32 bytes give the low-nibble group
  * (lanes pick bits 0..3 of each byte) and the high-nibble group (bits 4..7). */
@@ -315,6 +379,8 @@ const tm__kernels tm__kernels_avx512 = {
         [TM_TYPE_Q5_0] = dequant_q5_0_avx512,
         [TM_TYPE_Q5_1] = dequant_q5_1_avx512,
         [TM_TYPE_Q8_0] = dequant_q8_0_avx512,
+        [TM_TYPE_Q2_K] = dequant_q2_K_avx512,
+        [TM_TYPE_Q3_K] = dequant_q3_K_avx512,
         [TM_TYPE_Q4_K] = dequant_q4_K_avx512,
         [TM_TYPE_Q5_K] = dequant_q5_K_avx512,
         [TM_TYPE_Q6_K] = dequant_q6_K_avx512,
