@@ -59,6 +59,9 @@ LIBS        := -ljansson -llz4 -lpthread -lm
 
 Q := $(if $(V),,@)
 
+# Keep intermediate objects (the examples link from them) so a second make does nothing.
+.SECONDARY:
+
 # ---- sources -------------------------------------------------------------------------------
 
 LIB_SRCS := $(wildcard src/*.c)
