@@ -102,38 +102,45 @@ static void dequant_q4_1_avx2(const void *src, float *dst, size_t n)
     }
 }
 
-/* The 5-bit values of q5_0/q5_1 as four vectors of eight int32: nibble | (bit of qh) << 4.
- * Lane k of output vector v takes qh bit 8v + k (elements 0..15 use bits 0..15 with the low
- * nibbles, elements 16..31 bits 16..31 with the high nibbles). */
-static void q5_values(const uint8_t *qs, uint32_t qh, __m256i out[4])
+/* The four 8-byte quarters of a 32-byte vector, each as eight floats (signed or unsigned). */
+static void quarters_i8(__m256i v, __m256 out[4])
 {
-    const __m256i one = _mm256_set1_epi32(1);
-    const __m256i hb = _mm256_set1_epi32((int)qh);
-    const __m128i x = ld128(qs);
-    const __m128i lo = low_nibbles(x), hi = high_nibbles(x);
-    const __m256i nib[4] = {
-        _mm256_cvtepu8_epi32(lo), _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)),
-        _mm256_cvtepu8_epi32(hi), _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)),
-    };
-    for (int v = 0; v < 4; v++) {
-        const __m256i shift = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                               _mm256_set1_epi32(8 * v));
-        const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(hb, shift), one);
-        out[v] = _mm256_or_si256(nib[v], _mm256_slli_epi32(bit, 4));
-    }
+    const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    out[0] = i8lo(lo), out[1] = i8hi(lo), out[2] = i8lo(hi), out[3] = i8hi(hi);
 }
 
-/* q5_0: (float)(q - 16) * d. */
+static void quarters_u8(__m256i v, __m256 out[4])
+{
+    const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    out[0] = u8lo(lo), out[1] = u8hi(lo), out[2] = u8lo(hi), out[3] = u8hi(hi);
+}
+
+/* The 32 five-bit values of q5_0/q5_1 as bytes: element j (< 16) is the low nibble of qs[j],
+ * element j + 16 the high nibble, and bit j of qh is bit 4 of element j. The bits become bytes
+ * as in ggml: byte j takes byte j / 8 of qh (vpshufb), ORed with every bit but bit j % 8 set;
+ * it is all ones exactly when that bit is set. */
+static __m256i q5_bytes(const uint8_t *qs, uint32_t qh)
+{
+    const __m128i x = ld128(qs);
+    const __m256i nib = _mm256_set_m128i(high_nibbles(x), low_nibbles(x));
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32((int)qh),
+        _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+    const __m256i all = _mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    const __m256i set = _mm256_cmpeq_epi8(all, _mm256_set1_epi8(-1));
+    return _mm256_or_si256(nib, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+}
+
+/* q5_0: (float)(q - 16) * d; q - 16 formed as a signed byte (exact). */
 static void dequant_q5_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    const __m256i k16 = _mm256_set1_epi32(16);
     for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
         const __m256 d = _mm256_set1_ps(half(b));
-        __m256i q[4];
-        q5_values(b + 6, rd32(b + 2), q);
-        for (int v = 0; v < 4; v++)
-            _mm256_storeu_ps(dst + 8 * v, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q[v], k16)), d));
+        __m256 v[4];
+        quarters_i8(_mm256_sub_epi8(q5_bytes(b + 6, rd32(b + 2)), _mm256_set1_epi8(16)), v);
+        for (int k = 0; k < 4; k++)
+            _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(v[k], d));
     }
 }
 
@@ -143,10 +150,10 @@ static void dequant_q5_1_avx2(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
         const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));
-        __m256i q[4];
-        q5_values(b + 8, rd32(b + 4), q);
-        for (int v = 0; v < 4; v++)
-            _mm256_storeu_ps(dst + 8 * v, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q[v]), d), m));
+        __m256 v[4];
+        quarters_u8(q5_bytes(b + 8, rd32(b + 4)), v);
+        for (int k = 0; k < 4; k++)
+            _mm256_storeu_ps(dst + 8 * k, _mm256_add_ps(_mm256_mul_ps(v[k], d), m));
     }
 }
 
@@ -203,6 +210,40 @@ static void dequant_q4_K_avx2(const void *src, float *dst, size_t n)
             k4_store16(dst + 16, low_nibbles(x1), d1, m1);
             k4_store16(dst + 32, high_nibbles(x0), d2, m2);
             k4_store16(dst + 48, high_nibbles(x1), d2, m2);
+        }
+    }
+}
+
+/* 32 unsigned bytes -> D * q - M into dst[0..31]. */
+static void k4_store32(float *dst, __m256i q, __m256 d, __m256 m)
+{
+    __m256 v[4];
+    quarters_u8(q, v);
+    for (int k = 0; k < 4; k++)
+        _mm256_storeu_ps(dst + 8 * k, _mm256_sub_ps(_mm256_mul_ps(d, v[k]), m));
+}
+
+/* q5_K: as q4_K, plus 16 when bit 2p (low-nibble group) or 2p+1 (high) of qh[l] is set. */
+static void dequant_q5_K_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m256i m4 = _mm256_set1_epi8(15), k16 = _mm256_set1_epi8(16);
+    for (size_t i = 0; i < n; i++, b += 176) {
+        const float d = half(b), dmin = half(b + 2);
+        const __m256i qh = ld256(b + 16);
+        const uint8_t *qs = b + 48;
+        for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
+            unsigned sc, m;
+            k4_scale_min(b + 4, 2 * p, &sc, &m);
+            const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)m);
+            k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
+            const __m256 d2 = _mm256_set1_ps(d * (float)sc), m2 = _mm256_set1_ps(dmin * (float)m);
+            const __m256i x = ld256(qs);
+            const __m256i b1 = _mm256_set1_epi8((char)(1 << (2 * p))), b2 = _mm256_set1_epi8((char)(2 << (2 * p)));
+            const __m256i h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), k16);
+            const __m256i h2 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b2), b2), k16);
+            k4_store32(dst, _mm256_or_si256(_mm256_and_si256(x, m4), h1), d1, m1);
+            k4_store32(dst + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4), h2), d2, m2);
         }
     }
 }
@@ -274,6 +315,7 @@ const tm__kernels tm__kernels_avx2 = {
         [TM_TYPE_Q5_1] = dequant_q5_1_avx2,
         [TM_TYPE_Q8_0] = dequant_q8_0_avx2,
         [TM_TYPE_Q4_K] = dequant_q4_K_avx2,
+        [TM_TYPE_Q5_K] = dequant_q5_K_avx2,
         [TM_TYPE_Q6_K] = dequant_q6_K_avx2,
     },
     .stream = stream_avx2,
