@@ -124,6 +124,19 @@ typedef struct stats {
     char why[TM_ERROR_MESSAGE_MAX + 64];
 } stats;
 
+/* One chunk of A's values (ref) against B's. A faithful conversion is bit-identical nearly
+ * everywhere, so identical chunks are only counted; the rest goes value by value. */
+static void tally(stats *s, float ref, float other, double tol);
+static void tally_chunk(stats *s, const float *ref, const float *other, uint64_t len, double tol)
+{
+    if (memcmp(ref, other, (size_t)len * sizeof *ref) != 0) {
+        for (uint64_t k = 0; k < len; k++)
+            tally(s, ref[k], other[k], tol);
+        return;
+    }
+    s->n += len;
+}
+
 static void tally(stats *s, float ref, float other, double tol)
 {
     s->n++;
@@ -135,10 +148,6 @@ static void tally(stats *s, float ref, float other, double tol)
         }
         return;
     }
-    if (ref < s->ref_min)
-        s->ref_min = ref;
-    if (ref > s->ref_max)
-        s->ref_max = ref;
     if (ref == other)
         return;
     double d = fabs((double)ref - (double)other);
@@ -182,13 +191,54 @@ static enum status compare_bytes(const pair *p, stats *s)
 
 /* Decode and compare in chunks. For a permuted pair, chunks are whole heads, and converted
  * unit g is compared with source unit source_unit(g). */
-static enum status compare_pair(const pair *p, float **buf_a, float **buf_b, size_t *cap,
-                                double tol, stats *s)
+/* A's smallest and largest value (NaN skipped), for errors as a share of the range: a second
+ * pass, taken only when something differs. */
+static bool ref_range(const tm_tensor *a, float *buf, uint64_t step, stats *s)
+{
+    float lo = INFINITY, hi = -INFINITY;
+    for (uint64_t e0 = 0; e0 < a->n_elements; e0 += step) {
+        uint64_t len = a->n_elements - e0 < step ? a->n_elements - e0 : step;
+        tm_error err = {0};
+        if (tm_dequant_elements(a, e0, len, buf, &err) != TM_OK) {
+            snprintf(s->why, sizeof s->why, "decoding failed: %s", err.message);
+            return false;
+        }
+        for (uint64_t k = 0; k < len; k++) {
+            lo = buf[k] < lo ? buf[k] : lo;
+            hi = buf[k] > hi ? buf[k] : hi;
+        }
+    }
+    s->ref_min = lo;
+    s->ref_max = hi;
+    return true;
+}
+
+/* Decode buffers, reused from pair to pair: A's values, B's, and the permuted side's values
+ * put back in source order. */
+typedef struct bufs {
+    float *a, *b, *p;
+    size_t cap;
+} bufs;
+
+static bool bufs_reserve(bufs *bf, uint64_t n)
+{
+    if (n <= bf->cap)
+        return true;
+    float **all[3] = {&bf->a, &bf->b, &bf->p};
+    for (int i = 0; i < 3; i++) {
+        float *grown = realloc(*all[i], (size_t)n * sizeof(float));
+        if (!grown)
+            return false;
+        *all[i] = grown;
+    }
+    bf->cap = (size_t)n;
+    return true;
+}
+
+static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
 {
     const tm_tensor *a = p->a, *b = p->b;
     memset(s, 0, sizeof *s);
-    s->ref_min = INFINITY;
-    s->ref_max = -INFINITY;
     for (int d = 0; d < 4; d++)
         if (a->ne[d] != b->ne[d] || a->n_elements != b->n_elements) {
             char sa[96], sb[96];
@@ -223,19 +273,11 @@ static enum status compare_pair(const pair *p, float **buf_a, float **buf_b, siz
     } else {
         step = CHUNK_FLOATS / lcm * lcm;
     }
-    if (step > *cap) {
-        float *na = realloc(*buf_a, (size_t)step * sizeof(float));
-        float *nb = na ? realloc(*buf_b, (size_t)step * sizeof(float)) : NULL;
-        if (na)
-            *buf_a = na;
-        if (!nb) {
-            snprintf(s->why, sizeof s->why, "out of memory for %" PRIu64 " floats", step);
-            return ST_ERROR;
-        }
-        *buf_b = nb;
-        *cap = (size_t)step;
+    if (!bufs_reserve(bf, step)) {
+        snprintf(s->why, sizeof s->why, "out of memory for %" PRIu64 " floats", step);
+        return ST_ERROR;
     }
-    float *va = *buf_a, *vb = *buf_b;
+    float *va = bf->a, *vb = bf->b;
     for (uint64_t e0 = 0; e0 < n; e0 += step) {
         uint64_t len = n - e0 < step ? n - e0 : step;
         tm_error err = {0};
@@ -245,20 +287,21 @@ static enum status compare_pair(const pair *p, float **buf_a, float **buf_b, siz
             snprintf(s->why, sizeof s->why, "decoding failed: %s", err.message);
             return ST_ERROR;
         }
-        if (!p->n_head) {
-            for (uint64_t k = 0; k < len; k++)
-                tally(s, va[k], vb[k], tol);
-            continue;
-        }
-        const float *conv = p->gguf_is_a ? va : vb, *src = p->gguf_is_a ? vb : va;
-        for (uint64_t k = 0; k < len; k++) {
-            uint64_t from = source_unit(k / unit, hd) * unit + k % unit;
+        if (p->n_head) { /* the source's units in the converted order, then compare as is */
+            const float *src = p->gguf_is_a ? vb : va;
+            for (uint64_t g = 0; g < len / unit; g++)
+                memcpy(bf->p + g * unit, src + source_unit(g, hd) * unit, (size_t)unit * sizeof(float));
             if (p->gguf_is_a)
-                tally(s, conv[k], src[from], tol);
+                vb = bf->p;
             else
-                tally(s, src[from], conv[k], tol);
+                va = bf->p;
         }
+        tally_chunk(s, va, vb, len, tol);
+        va = bf->a;
+        vb = bf->b;
     }
+    if (s->max_abs > 0 && !ref_range(a, bf->a, step, s))
+        return ST_ERROR;
     return s->differing ? ST_DIFFERS : s->not_equal ? ST_WITHIN : ST_EXACT;
 }
 
@@ -471,8 +514,7 @@ static int run(int argc, char **argv)
     tm_file *fb = fa ? cli_open(argv[optind + 1], 0) : NULL;
     int rc = CLI_FAIL;
     plan pl = {0};
-    float *va = NULL, *vb = NULL;
-    size_t cap = 0;
+    bufs bf = {0};
     json_t *root = NULL, *jpairs = NULL;
     if (!fb)
         goto out;
@@ -521,7 +563,7 @@ static int run(int argc, char **argv)
     uint64_t count[5] = {0}, n_permuted = 0;
     for (size_t i = 0; i < pl.n_pairs; i++) {
         stats s;
-        enum status st = compare_pair(&pl.pairs[i], &va, &vb, &cap, tol, &s);
+        enum status st = compare_pair(&pl.pairs[i], &bf, tol, &s);
         count[st]++;
         n_permuted += pl.pairs[i].n_head != 0;
         if (json)
@@ -574,8 +616,9 @@ static int run(int argc, char **argv)
     rc = cli_finish_output(ok ? CLI_OK : CLI_FAIL);
 out:
     json_decref(root);
-    free(va);
-    free(vb);
+    free(bf.a);
+    free(bf.b);
+    free(bf.p);
     free(pl.pairs);
     free(pl.used_a);
     free(pl.used_b);
