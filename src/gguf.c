@@ -24,6 +24,7 @@ typedef struct walk {
     const char *what;     /* "metadata entry", "tensor info", or NULL in the head */
     uint64_t i, n;        /* which entry of how many */
     tm_str name;          /* the entry's key or name once read, else {NULL, 0} */
+    tm_str prev;          /* the previous entry's: damage there shows up as a bad next field */
 } walk;
 
 #define TRY(expr)                      \
@@ -50,10 +51,11 @@ __attribute__((format(printf, 4, 5))) static tm_status fail(const walk *w, tm_st
     if (!w->what)
         return tm__fail(w->err, code, offset, "%s", detail);
     char q[160] = "";
-    if (w->name.ptr) {
-        char quoted[150];
-        tm__quote(quoted, sizeof quoted, w->name.ptr, w->name.len);
-        snprintf(q, sizeof q, " (%s)", quoted);
+    if (w->name.ptr || w->prev.ptr) {
+        char quoted[140];
+        const tm_str s = w->name.ptr ? w->name : w->prev;
+        tm__quote(quoted, sizeof quoted, s.ptr, s.len);
+        snprintf(q, sizeof q, w->name.ptr ? " (%s)" : " (after %s)", quoted);
     }
     return tm__fail(w->err, code, offset, "%s %llu of %llu%s: %s", w->what, (ull)w->i, (ull)w->n,
                     q, detail);
@@ -466,6 +468,7 @@ tm_status tm__gguf_parse(tm_file *f, tm_error *err)
     for (w.i = 0; w.i < L->n_kv; w.i++) {
         TRY(grow((void **)&f->kvs, &cap, w.i, L->n_kv, sizeof *f->kvs, err));
         tm_kv *kv = &f->kvs[w.i];
+        w.prev = w.name;
         w.name = (tm_str){NULL, 0};
         TRY(walk_kv(&w, kv));
         if (!L->alignment_declared && kv->key.len == strlen(ALIGNMENT_KEY) &&
@@ -479,8 +482,10 @@ tm_status tm__gguf_parse(tm_file *f, tm_error *err)
     cap = 0;
     w.what = "tensor info";
     w.n = L->n_tensors;
+    w.name = (tm_str){NULL, 0};
     for (w.i = 0; w.i < L->n_tensors; w.i++) {
         TRY(grow((void **)&f->tensors, &cap, w.i, L->n_tensors, sizeof *f->tensors, err));
+        w.prev = w.name;
         w.name = (tm_str){NULL, 0};
         memset(&f->tensors[w.i], 0, sizeof f->tensors[w.i]);
         TRY(walk_info(&w, &f->tensors[w.i], L->alignment));

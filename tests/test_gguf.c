@@ -973,3 +973,16 @@ Test(gguf, status_names_and_descriptions)
     cr_assert_str_eq(tm_status_name((tm_status)999), "UNKNOWN");
     cr_assert_not_null(tm_status_str((tm_status)999));
 }
+
+Test(gguf, unreadable_key_names_the_entry_before)
+{
+    /* damage inside one value shows up as a nonsense length in the next entry's key: name the
+     * entry whose value to suspect */
+    tb b = {0};
+    tb_head(&b, 3, 0, 2);
+    tb_kv_u32(&b, "llama.rope.freq_base", 1);
+    const size_t len_at = tb_u64(&b, 0xbdbfef00000000ull);
+    tb_zeros(&b, 16);
+    EXPECT_FAIL(&b, TM_LIMIT, len_at, "metadata entry 1 of 2 (after 'llama.rope.freq_base'): key length");
+    tb_free(&b);
+}
