@@ -618,6 +618,42 @@ Test(dequant_api, isa_names)
     cr_assert_str_eq(tm_isa(), "scalar");
 }
 
+#if defined(__x86_64__)
+/* The CPU check against an outside oracle: the kernel's /proc/cpuinfo flags, which Linux clears
+ * for features whose register state the OS does not enable. */
+static bool cpuinfo_has(const char *flags, const char *flag)
+{
+    const size_t n = strlen(flag);
+    for (const char *p = flags; (p = strstr(p, flag)) != NULL; p += n)
+        if ((p == flags || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || p[n] == 0))
+            return true;
+    return false;
+}
+
+Test(dequant_api, isa_availability_matches_proc_cpuinfo)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        cr_skip_test("no /proc/cpuinfo");
+    static char line[8192];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strncmp(line, "flags", 5) == 0;
+    fclose(f);
+    cr_assert(found, "/proc/cpuinfo has no flags line");
+    const char *avx2[] = { "avx", "avx2", "fma", "f16c", "bmi2" };
+    const char *avx512[] = { "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vbmi" };
+    bool want2 = true, want512;
+    for (size_t i = 0; i < 5; i++)
+        want2 = want2 && cpuinfo_has(line, avx2[i]);
+    want512 = want2;
+    for (size_t i = 0; i < 5; i++)
+        want512 = want512 && cpuinfo_has(line, avx512[i]);
+    cr_assert_eq(tm_isa_available("avx2"), want2, "avx2: cpuinfo says %d", want2);
+    cr_assert_eq(tm_isa_available("avx512"), want512, "avx512: cpuinfo says %d", want512);
+}
+#endif
+
 /* TM_ISA naming something unusable: every decode fails with TM_ISA and says why (Criterion runs
  * each test in a fresh process, so the path is chosen here, at this first use). */
 Test(dequant_api, bad_tm_isa_environment_is_an_error)
