@@ -42,9 +42,6 @@ static __m512 iota16(void)
     return _mm512_cvtepi32_ps(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
 }
 
-/* lane k of v in every lane */
-static __m512 lane(__m512 v, int k) { return _mm512_permutexvar_ps(_mm512_set1_epi32(k), v); }
-
 /* ---- plain types --------------------------------------------------------------------------- */
 
 static void dequant_f16_avx512(const void *src, float *dst, size_t n)
@@ -181,15 +178,16 @@ static void dequant_q2_K_avx512(const void *src, float *dst, size_t n)
         _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(3)));
     for (size_t i = 0; i < n; i++, b += 84) {
         const __m512i sc = u8x16(b);
-        const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(half(b + 80)),
-                                        _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
-        const __m512 mm = _mm512_mul_ps(_mm512_set1_ps(half(b + 82)),
-                                        _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
+        float dd[16], mm[16]; /* broadcast from memory: loads, not shuffles */
+        _mm512_storeu_ps(dd, _mm512_mul_ps(_mm512_set1_ps(half(b + 80)),
+                                           _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15)))));
+        _mm512_storeu_ps(mm, _mm512_mul_ps(_mm512_set1_ps(half(b + 82)),
+                                           _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4))));
         for (int h = 0, g = 0; h < 2; h++) {
             const __m512i x[2] = { u8x16(b + 16 + 32 * h), u8x16(b + 16 + 32 * h + 16) };
             for (int step = 0; step < 4; step++) {
                 for (int r = 0; r < 2; r++, g++, dst += 16) {
-                    const __m512 t = _mm512_sub_ps(_mm512_mul_ps(lane(dd, g), q), lane(mm, g));
+                    const __m512 t = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dd[g]), q), _mm512_set1_ps(mm[g]));
                     const __m512i idx = _mm512_srlv_epi32(x[r], _mm512_set1_epi32(2 * step));
                     _mm512_storeu_ps(dst, _mm512_permutexvar_ps(idx, t));
                 }
@@ -216,15 +214,16 @@ static void dequant_q3_K_avx512(const void *src, float *dst, size_t n)
                                          (int)((a0 >> 4 & m4) | ((a2 >> 4 & m2) << 4)),
                                          (int)((a1 & m4) | ((a2 >> 2 & m2) << 4)),
                                          (int)((a0 & m4) | ((a2 & m2) << 4)));
-        const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(half(b + 108)), _mm512_cvtepi32_ps(
-            _mm512_sub_epi32(_mm512_cvtepu8_epi32(s6), _mm512_set1_epi32(32))));
+        float dd[16];
+        _mm512_storeu_ps(dd, _mm512_mul_ps(_mm512_set1_ps(half(b + 108)), _mm512_cvtepi32_ps(
+            _mm512_sub_epi32(_mm512_cvtepu8_epi32(s6), _mm512_set1_epi32(32)))));
         const __m512i hm[2] = { u8x16(b), u8x16(b + 16) };
         for (int h = 0, g = 0; h < 2; h++) {
             const __m512i x[2] = { u8x16(b + 32 + 32 * h), u8x16(b + 32 + 32 * h + 16) };
             for (int step = 0; step < 4; step++) {
                 const __m512i bit = _mm512_set1_epi32(1 << (4 * h + step));
                 for (int r = 0; r < 2; r++, g++, dst += 16) {
-                    const __m512 t = _mm512_mul_ps(lane(dd, g), q);
+                    const __m512 t = _mm512_mul_ps(_mm512_set1_ps(dd[g]), q);
                     const __m512i q2 = _mm512_and_si512(_mm512_srlv_epi32(x[r], _mm512_set1_epi32(2 * step)), three);
                     const __m512i idx = _mm512_mask_or_epi32(q2, _mm512_test_epi32_mask(hm[r], bit), q2, four);
                     _mm512_storeu_ps(dst, _mm512_permutexvar_ps(idx, t));
@@ -262,11 +261,12 @@ static void dequant_q4_K_avx512(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     const __m512 q = iota16();
     for (size_t i = 0; i < n; i++, b += 144) {
-        const __m512 dm = k4_dm(b);
+        float dm[16]; /* broadcast from memory: loads, not shuffles */
+        _mm512_storeu_ps(dm, k4_dm(b));
         const uint8_t *qs = b + 16;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
-            const __m512 t1 = _mm512_sub_ps(_mm512_mul_ps(lane(dm, 2 * p), q), lane(dm, 8 + 2 * p));
-            const __m512 t2 = _mm512_sub_ps(_mm512_mul_ps(lane(dm, 2 * p + 1), q), lane(dm, 9 + 2 * p));
+            const __m512 t1 = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dm[2 * p]), q), _mm512_set1_ps(dm[8 + 2 * p]));
+            const __m512 t2 = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dm[2 * p + 1]), q), _mm512_set1_ps(dm[9 + 2 * p]));
             const __m512i x0 = u8x16(qs), x1 = u8x16(qs + 16);
             _mm512_storeu_ps(dst, _mm512_permutexvar_ps(x0, t1));
             _mm512_storeu_ps(dst + 16, _mm512_permutexvar_ps(x1, t1));
@@ -284,12 +284,13 @@ static void dequant_q5_K_avx512(const void *src, float *dst, size_t n)
     const __m512 q_lo = iota16(), q_hi = _mm512_add_ps(iota16(), _mm512_set1_ps(16.0f));
     const __m512i m15 = _mm512_set1_epi32(15), b16 = _mm512_set1_epi32(16);
     for (size_t i = 0; i < n; i++, b += 176) {
-        const __m512 dm = k4_dm(b);
+        float dm[16];
+        _mm512_storeu_ps(dm, k4_dm(b));
         const __m512i h0 = u8x16(b + 16), h1 = u8x16(b + 32);
         const uint8_t *qs = b + 48;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
-            const __m512 d1 = lane(dm, 2 * p), m1 = lane(dm, 8 + 2 * p);
-            const __m512 d2 = lane(dm, 2 * p + 1), m2 = lane(dm, 9 + 2 * p);
+            const __m512 d1 = _mm512_set1_ps(dm[2 * p]), m1 = _mm512_set1_ps(dm[8 + 2 * p]);
+            const __m512 d2 = _mm512_set1_ps(dm[2 * p + 1]), m2 = _mm512_set1_ps(dm[9 + 2 * p]);
             const __m512 t1a = _mm512_sub_ps(_mm512_mul_ps(d1, q_lo), m1);
             const __m512 t1b = _mm512_sub_ps(_mm512_mul_ps(d1, q_hi), m1);
             const __m512 t2a = _mm512_sub_ps(_mm512_mul_ps(d2, q_lo), m2);
@@ -332,7 +333,8 @@ static void dequant_q6_K_avx512(const void *src, float *dst, size_t n)
     const __m512i sh_hi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
     for (size_t i = 0; i < n; i++, b += 210) {
         const __m512 d = _mm512_set1_ps(half(b + 208));
-        const __m512 ds = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 192))));
+        float ds[16];
+        _mm512_storeu_ps(ds, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 192)))));
         for (int h = 0; h < 2; h++, dst += 128) {
             const __m512i ql = _mm512_loadu_si512(b + 64 * h);
             const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(
@@ -343,14 +345,14 @@ static void dequant_q6_K_avx512(const void *src, float *dst, size_t n)
             const __m512i hi = _mm512_sub_epi8(
                 _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), hhi), k32);
             /* element 16k..16k+15 of this half uses scale 8h + k */
-            q6_store16(dst, _mm512_extracti32x4_epi32(lo, 0), lane(ds, 8 * h + 0));
-            q6_store16(dst + 16, _mm512_extracti32x4_epi32(lo, 1), lane(ds, 8 * h + 1));
-            q6_store16(dst + 32, _mm512_extracti32x4_epi32(lo, 2), lane(ds, 8 * h + 2));
-            q6_store16(dst + 48, _mm512_extracti32x4_epi32(lo, 3), lane(ds, 8 * h + 3));
-            q6_store16(dst + 64, _mm512_extracti32x4_epi32(hi, 0), lane(ds, 8 * h + 4));
-            q6_store16(dst + 80, _mm512_extracti32x4_epi32(hi, 1), lane(ds, 8 * h + 5));
-            q6_store16(dst + 96, _mm512_extracti32x4_epi32(hi, 2), lane(ds, 8 * h + 6));
-            q6_store16(dst + 112, _mm512_extracti32x4_epi32(hi, 3), lane(ds, 8 * h + 7));
+            q6_store16(dst, _mm512_extracti32x4_epi32(lo, 0), _mm512_set1_ps(ds[8 * h + 0]));
+            q6_store16(dst + 16, _mm512_extracti32x4_epi32(lo, 1), _mm512_set1_ps(ds[8 * h + 1]));
+            q6_store16(dst + 32, _mm512_extracti32x4_epi32(lo, 2), _mm512_set1_ps(ds[8 * h + 2]));
+            q6_store16(dst + 48, _mm512_extracti32x4_epi32(lo, 3), _mm512_set1_ps(ds[8 * h + 3]));
+            q6_store16(dst + 64, _mm512_extracti32x4_epi32(hi, 0), _mm512_set1_ps(ds[8 * h + 4]));
+            q6_store16(dst + 80, _mm512_extracti32x4_epi32(hi, 1), _mm512_set1_ps(ds[8 * h + 5]));
+            q6_store16(dst + 96, _mm512_extracti32x4_epi32(hi, 2), _mm512_set1_ps(ds[8 * h + 6]));
+            q6_store16(dst + 112, _mm512_extracti32x4_epi32(hi, 3), _mm512_set1_ps(ds[8 * h + 7]));
         }
     }
 }
