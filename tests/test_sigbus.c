@@ -59,26 +59,6 @@ static const char *tool(void)
     return t;
 }
 
-/* Start `tensormap [no_mmap] dump MODEL big -o FIFO --format raw` with stderr to a file. */
-static pid_t start_dump(bool no_mmap)
-{
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
-            _exit(127);
-        if (no_mmap)
-            execl(tool(), "tensormap", "--no-mmap", "dump", model, "big", "-o", fifo,
-                  "--format", "raw", (char *)NULL);
-        else
-            execl(tool(), "tensormap", "dump", model, "big", "-o", fifo, "--format", "raw",
-                  (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
 static char *slurp(const char *path)
 {
     static char buf[8192];
@@ -90,23 +70,36 @@ static char *slurp(const char *path)
     return buf;
 }
 
-/* Wait for the tool's first bytes on the FIFO (so it has opened and mapped the model and
- * decoded its first chunk), truncate the model behind its back, then drain the FIFO. The read
- * end is opened non-blocking so that a tool that never opens its output (a usage error) is
- * noticed at once instead of blocking the test; poll's timeout only paces that check. Returns
- * the bytes received; *status gets the tool's exit status. */
-static uint64_t dump_and_truncate(bool no_mmap, int *status)
+/* Run the tool with argv, its standard output into the FIFO and its standard error into a
+ * file; wait for its first output byte (it has opened and mapped the model and decoded
+ * something), truncate the model behind its back, then drain the FIFO.
+ *
+ * How far the tool can run ahead is bounded by construction, not by timing: the FIFO holds one
+ * page (F_SETPIPE_SZ) and the tool blocks writing once that and its stdio buffer are full, far
+ * before the end of its output. The read end is opened non-blocking so that a tool that exits
+ * without writing is noticed instead of blocking the test; poll's timeout only paces that
+ * check. Returns the bytes received; *status gets the tool's exit status. */
+static uint64_t run_and_truncate(char *const argv[], int *status)
 {
     static char buf[1 << 16];
     uint64_t got = 0;
-    ssize_t n;
+    ssize_t n = 0;
     cr_assert_eq(mkfifo(fifo, 0600), 0);
-    pid_t pid = start_dump(no_mmap);
     int fd = open(fifo, O_RDONLY | O_NONBLOCK);
     cr_assert_geq(fd, 0);
+    cr_assert_geq(fcntl(fd, F_SETPIPE_SZ, 4096), 4096);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int out = open(fifo, O_WRONLY), err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+            _exit(127);
+        execv(tool(), argv);
+        _exit(127);
+    }
     for (;;) {
         struct pollfd pfd = {fd, POLLIN, 0};
-        if (poll(&pfd, 1, 100) > 0 && (n = read(fd, buf, sizeof buf)) > 0)
+        if (poll(&pfd, 1, 100) > 0 && (n = read(fd, buf, 1)) > 0)
             break;
         cr_assert_eq(waitpid(pid, status, WNOHANG), 0,
                      "the tool ended before writing anything: %s", slurp(errpath));
@@ -121,29 +114,58 @@ static uint64_t dump_and_truncate(bool no_mmap, int *status)
     return got;
 }
 
+static void expect_changed_size_message(int status)
+{
+    const char *err = slurp(errpath);
+    char want[256];
+    cr_expect(WIFEXITED(status), "the tool died of signal %d instead of exiting",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    cr_expect_eq(WEXITSTATUS(status), 1, "exit status %d", WEXITSTATUS(status));
+    snprintf(want, sizeof want, "%s changed size while being read", model);
+    cr_expect_not_null(strstr(err, want), "stderr was: %s", err);
+}
+
 TestSuite(changing, .init = make_dir, .fini = remove_dir, .timeout = 60);
 
 Test(changing, dump_of_a_file_truncated_while_mapped_names_it_and_exits_1)
 {
     int status;
+    char *argv[] = {"tensormap", "dump", model, "big", "-o", "-", "--format", "raw", NULL};
     write_big_model();
-    uint64_t got = dump_and_truncate(false, &status);
-    const char *err = slurp(errpath);
-    cr_expect(WIFEXITED(status), "the tool died of signal %d instead of exiting",
-              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    cr_expect_eq(WEXITSTATUS(status), 1, "exit status %d", WEXITSTATUS(status));
+    uint64_t got = run_and_truncate(argv, &status);
+    expect_changed_size_message(status);
     cr_expect_lt(got, BIG_BYTES, "all %llu bytes arrived although the file was cut",
                  (unsigned long long)got);
-    char want[256];
-    snprintf(want, sizeof want, "%s changed size while being read", model);
-    cr_expect_not_null(strstr(err, want), "stderr was: %s", err);
+}
+
+/* stats of every tensor: a line each, 2000 tensors of 4 KiB in a hole, so the tool is still
+ * decoding the first few dozen when the file is cut to one page. */
+Test(changing, stats_of_a_file_truncated_while_mapped_names_it_and_exits_1)
+{
+    tm_writer *w;
+    tm_error err;
+    int status;
+    char name[16];
+    char *argv[] = {"tensormap", "stats", model, NULL};
+    const uint64_t ne[1] = {1024};
+    cr_assert_eq(tm_writer_new(&w, &err), TM_OK, "%s", err.message);
+    for (unsigned i = 0; i < 2000; i++) {
+        snprintf(name, sizeof name, "t%04u", i);
+        cr_assert_eq(tm_writer_tensor(w, name, TM_TYPE_F32, 1, ne, NULL, &err), TM_OK, "%s",
+                     err.message);
+    }
+    cr_assert_eq(tm_writer_finish(w, model, &err), TM_OK, "%s", err.message);
+    run_and_truncate(argv, &status);
+    expect_changed_size_message(status);
 }
 
 Test(changing, dump_with_no_mmap_does_not_notice_the_truncation)
 {
     int status;
+    char *argv[] = {"tensormap", "--no-mmap", "dump", model, "big", "-o", "-", "--format", "raw",
+                    NULL};
     write_big_model();
-    uint64_t got = dump_and_truncate(true, &status);
+    uint64_t got = run_and_truncate(argv, &status);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d, stderr: %s", status,
               slurp(errpath));
     cr_expect_eq(got, BIG_BYTES, "%llu of %llu bytes", (unsigned long long)got,
