@@ -124,19 +124,6 @@ typedef struct stats {
     char why[TM_ERROR_MESSAGE_MAX + 64];
 } stats;
 
-/* One chunk of A's values (ref) against B's. A faithful conversion is bit-identical nearly
- * everywhere, so identical chunks are only counted; the rest goes value by value. */
-static void tally(stats *s, float ref, float other, double tol);
-static void tally_chunk(stats *s, const float *ref, const float *other, uint64_t len, double tol)
-{
-    if (memcmp(ref, other, (size_t)len * sizeof *ref) != 0) {
-        for (uint64_t k = 0; k < len; k++)
-            tally(s, ref[k], other[k], tol);
-        return;
-    }
-    s->n += len;
-}
-
 static void tally(stats *s, float ref, float other, double tol)
 {
     s->n++;
@@ -154,11 +141,23 @@ static void tally(stats *s, float ref, float other, double tol)
     s->not_equal++;
     if (!(d <= tol))
         s->differing++;
-    if (d > s->max_abs || isnan(d))
+    if (d > s->max_abs)
         s->max_abs = d;
     if (ref != 0 && d / fabs((double)ref) > s->max_rel)
         s->max_rel = d / fabs((double)ref);
     s->sum_sq += d * d;
+}
+
+/* One chunk of A's values (ref) against B's. A faithful conversion is bit-identical nearly
+ * everywhere, so identical chunks are only counted; the rest goes value by value. */
+static void tally_chunk(stats *s, const float *ref, const float *other, uint64_t len, double tol)
+{
+    if (memcmp(ref, other, (size_t)len * sizeof *ref) != 0) {
+        for (uint64_t k = 0; k < len; k++)
+            tally(s, ref[k], other[k], tol);
+        return;
+    }
+    s->n += len;
 }
 
 static uint64_t gcd(uint64_t x, uint64_t y)
