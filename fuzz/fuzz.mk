@@ -37,9 +37,11 @@ $(FB)/obj/src/x86/dequant_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl
 # which is a class of their own); 64 KiB holds every seed mkseeds writes.
 GGUF_RUN := -max_len=65536 -dict=fuzz/gguf.dict
 ST_RUN   := -max_len=16384 -dict=fuzz/safetensors.dict
-# A hang is a bug (-timeout); so is an allocation sized by a number the input cannot back: no
+# A hang is a bug (-timeout: wall-clock seconds, loose because a shared machine can stall a
+# process for seconds); so is an allocation sized by a number the input cannot back: no
 # 64 KiB input may ask for 64 MB at once (-malloc_limit_mb).
-RUN_FLAGS := -timeout=10 -malloc_limit_mb=64 -rss_limit_mb=1024 -print_final_stats=1
+RUN_FLAGS := -timeout=30 -report_slow_units=30 -malloc_limit_mb=64 -rss_limit_mb=1024 \
+             -print_final_stats=1
 
 .PHONY: fuzz fuzz-build seeds
 .SECONDARY:
@@ -57,7 +59,7 @@ fuzz: fuzz-build seeds
 
 fuzz-build: $(FB)/fuzz_gguf $(FB)/fuzz_safetensors
 
-$(FB)/obj/src/%.o: src/%.c src/internal.h include/tensormap.h
+$(FB)/obj/src/%.o: src/%.c $(wildcard src/*.h src/*/*.h) include/tensormap.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(LIB_FLAGS) $(ISA_FLAGS) -c $< -o $@
 
