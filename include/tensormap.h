@@ -382,7 +382,9 @@ TM_API tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_ele
                                 float *out, tm_error *err);
 
 /* The instruction-set path in use: "scalar", "avx2", "avx512" or "neon". Chosen once at first
- * use from cpuid/xgetbv, or from the environment variable TM_ISA. */
+ * use from cpuid/xgetbv, or from the environment variable TM_ISA. "none" when TM_ISA names a
+ * path that is unknown or that this machine cannot run: every decode then fails with TM_ISA
+ * saying why, until tm_set_isa chooses one. */
 TM_API const char *tm_isa(void);
 /* Force a path by name. TM_ISA when the name is unknown or the CPU/OS lacks it. */
 TM_API tm_status tm_set_isa(const char *name, tm_error *err);
