@@ -45,9 +45,12 @@ size_t tb_u64(tb *b, uint64_t v) { return put_le(b, v, 8); }
 
 size_t tb_zeros(tb *b, size_t n)
 {
+    static const uint8_t zeros[4096];
     const size_t at = b->len;
-    for (size_t i = 0; i < n; i++)
-        tb_u8(b, 0);
+    for (size_t k; n > 0; n -= k) {
+        k = n < sizeof zeros ? n : sizeof zeros;
+        tb_bytes(b, zeros, k);
+    }
     return at;
 }
 

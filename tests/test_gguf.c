@@ -840,12 +840,19 @@ Test(gguf, arch_key)
 static double ms_since(const struct timespec *t0)
 {
     struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-/* ggml's duplicate checks are quadratic: seconds for this many. Ours must take milliseconds;
- * the bound is loose because the machine is shared and the sanitizer build is slower. */
+/* ggml's duplicate checks are quadratic: seconds for this many. Ours must take milliseconds.
+ * Timed in this thread's CPU time (the machine is shared: wall time measures the neighbours),
+ * best of three; the bound is loose (most of the cost is first-touch page faults for 12 MB of
+ * descriptors, and the sanitizer build runs several times slower) but far below quadratic. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SCALE_BOUND_MS 3000.0
+#else
+#define SCALE_BOUND_MS 300.0
+#endif
 Test(gguf, scale_80000_keys_50000_tensors)
 {
     tb b = {0};
@@ -862,12 +869,18 @@ Test(gguf, scale_80000_keys_50000_tensors)
     }
     tb_pad(&b, 32);
     tb_zeros(&b, 50000 * 128);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    tm_file *f = expect_open(&b);
-    const double ms = ms_since(&t0);
-    cr_log_info("80,000 keys + 50,000 tensors opened in %.2f ms", ms);
-    cr_assert_lt(ms, 1000.0);
+    double ms = 1e9;
+    tm_file *f = NULL;
+    for (int run = 0; run < 3; run++) {
+        tm_close(f);
+        struct timespec t0;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+        f = expect_open(&b);
+        const double t = ms_since(&t0);
+        ms = t < ms ? t : ms;
+    }
+    cr_log_info("80,000 keys + 50,000 tensors opened in %.2f ms of CPU (best of 3)", ms);
+    cr_assert_lt(ms, SCALE_BOUND_MS);
     cr_assert_not_null(tm_kv_find(f, "key.79999"));
     cr_assert_eq(tm_tensor_find(f, "blk.49999.weight")->offset, 49999u * 128);
     tm_close(f);
