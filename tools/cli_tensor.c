@@ -2,6 +2,7 @@
  * decoding a tensor in bounded chunks. */
 #include "cli_util.h"
 
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,31 @@ int cli_usage(const cli_command *cmd)
     return CLI_USAGE;
 }
 
+int cli_flag_args(int argc, char **argv, const cli_command *cmd, const cli_flag *flags, int min,
+                  int max, int *first)
+{
+    enum { MAX_FLAGS = 8, HELP = MAX_FLAGS };
+    struct option opts[MAX_FLAGS + 2];
+    int n = 0;
+    for (; flags && flags[n].name && n < MAX_FLAGS; n++)
+        opts[n] = (struct option){flags[n].name, no_argument, NULL, n};
+    opts[n] = (struct option){"help", no_argument, NULL, HELP};
+    opts[n + 1] = (struct option){NULL, 0, NULL, 0};
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == HELP || c == 'h')
+            return fputs(cmd->help, stdout), CLI_OK;
+        if (c < 0 || c >= n)
+            return cli_usage(cmd);
+        *flags[c].set = true;
+    }
+    if (argc - optind < min || argc - optind > max)
+        return cli_usage(cmd);
+    *first = optind;
+    return -1;
+}
+
 bool cli_parse_u64(const char *s, uint64_t *out)
 {
     if (!s || *s < '0' || *s > '9')
@@ -62,6 +88,19 @@ bool cli_parse_u64(const char *s, uint64_t *out)
     }
     *out = v;
     return true;
+}
+
+const char *cli_name(tm_str s, uint64_t max, char *buf, size_t size)
+{
+    FILE *m = fmemopen(buf, size, "w");
+    if (!m)
+        return "?";
+    cli_print_str(m, s, max);
+    if (s.len > max)
+        fputs("...", m);
+    fclose(m);
+    buf[size - 1] = '\0';
+    return buf;
 }
 
 void cli_shape(const tm_tensor *t, char *buf, size_t size)

@@ -37,8 +37,16 @@ int cli_json_emit(json_t *root);
 bool cli_utf8_valid(const char *s, uint64_t len);
 /* The usage line of a command (the first line of its help) on stderr; returns CLI_USAGE. */
 int cli_usage(const cli_command *cmd);
+/* Boolean flags (as cli_simple_args) and from min to max positional arguments, which then start
+ * at argv[*first]. Returns -1 when the command should go on, else the exit code (CLI_OK after
+ * --help, CLI_USAGE with the usage line for an unknown option or a wrong count). */
+int cli_flag_args(int argc, char **argv, const cli_command *cmd, const cli_flag *flags, int min,
+                  int max, int *first);
 /* Parse a whole decimal number; false on anything else or overflow. */
 bool cli_parse_u64(const char *s, uint64_t *out);
+/* A name from the file made safe to print (cli_print_str's escapes), cut at max bytes with
+ * "..." after; returns buf. */
+const char *cli_name(tm_str s, uint64_t max, char *buf, size_t size);
 /* "896 x 151936": ne[0] first, as GGUF stores it. */
 void cli_shape(const tm_tensor *t, char *buf, size_t size);
 /* The block a tensor belongs to, taken out of its name: "blk.N.rest" (GGUF, anywhere after a

@@ -56,18 +56,7 @@ __attribute__((format(printf, 5, 6))) static void field(out *o, uint64_t at, uin
 }
 
 /* The name of a key or tensor for a description: printable, cut at 80 bytes. */
-static const char *label(tm_str s, char *buf, size_t size)
-{
-    FILE *m = fmemopen(buf, size, "w");
-    if (!m)
-        return "?";
-    cli_print_str(m, s, 80);
-    if (s.len > 80)
-        fputs("...", m);
-    fclose(m);
-    buf[size - 1] = '\0';
-    return buf;
-}
+static const char *label(tm_str s, char *buf, size_t size) { return cli_name(s, 80, buf, size); }
 
 static void array_elements(out *o, const tm_kv *kv, bool all)
 {

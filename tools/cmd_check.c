@@ -3,7 +3,6 @@
  * where they disagree the file is not consistent, and the exit status says so. */
 #include "cli_util.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +137,8 @@ static void name_of(const tm_file *f, uint64_t i, char *buf, size_t size)
         return;
     }
     tm_str s = tm_tensor_at(f, i)->name;
-    snprintf(buf, size, "tensor %" PRIu64 " '%.*s'", i, (int)(s.len > 200 ? 200 : s.len), s.ptr);
+    char name[256];
+    snprintf(buf, size, "tensor %" PRIu64 " '%s'", i, cli_name(s, 200, name, sizeof name));
 }
 
 static const char *type_label(tm_type t)
@@ -291,22 +291,12 @@ static tm_file *open_for_check(const char *arg, tm_error *err)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-        if (c == 'j')
-            json = true;
-        else if (c == 'h')
-            return fputs(help, stdout), CLI_OK;
-        else
-            return cli_usage(&cmd_check);
-    }
-    if (argc - optind != 1)
-        return cli_usage(&cmd_check);
-    const char *arg = argv[optind];
+    const cli_flag flags[] = {{"json", &json}, {NULL, NULL}};
+    const char *arg;
+    int rc = cli_simple_args(argc, argv, &cmd_check, flags, &arg);
+    if (rc >= 0)
+        return rc;
     tm_error err = {0};
     tm_file *f = open_for_check(arg, &err);
     if (!f) {
@@ -324,7 +314,7 @@ static int run(int argc, char **argv)
         cli_errorf("%s: out of memory", arg);
         return CLI_FAIL;
     }
-    int rc = CLI_OK;
+    rc = CLI_OK;
     if (json)
         rc = cli_json_emit(to_json(f, &a));
     else

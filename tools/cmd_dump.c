@@ -120,7 +120,9 @@ static int dump_tensor(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt,
     uint64_t row = t->n_dims ? t->ne[0] : 1, first = r0 * row, n = (r1 - r0) * row;
     if (!tm_type_can_dequant(t->type)) {
         const char *tn = tm_type_name(t->type);
-        cli_errorf("%.*s: type %s has no decoder", (int)t->name.len, t->name.ptr, tn ? tn : "unknown");
+        char nm[256];
+        cli_errorf("%s: type %s has no decoder", cli_name(t->name, 200, nm, sizeof nm),
+                   tn ? tn : "unknown");
         return CLI_FAIL;
     }
     sink s = {.out = out, .name = name, .total = n * 4};
@@ -213,7 +215,8 @@ static int dump_all(const tm_file *f, format fmt, const char *dir)
         const tm_tensor *t = tm_tensor_at(f, i);
         if (!tm_type_can_dequant(t->type)) {
             const char *tn = tm_type_name(t->type);
-            cli_errorf("%.*s: skipped, type %s has no decoder", (int)t->name.len, t->name.ptr,
+            char nm[256];
+            cli_errorf("%s: skipped, type %s has no decoder", cli_name(t->name, 200, nm, sizeof nm),
                        tn ? tn : "unknown");
             skipped++;
             continue;
@@ -222,8 +225,8 @@ static int dump_all(const tm_file *f, format fmt, const char *dir)
         if (asprintf(&path, "%s/%.*s.%s", dir, (int)t->name.len, t->name.ptr, ext[fmt]) < 0)
             return CLI_FAIL;
         for (char *p = path + strlen(dir) + 1; *p; p++)
-            if (*p == '/' || *p == '\0')
-                *p = '_';
+            if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '_'; /* a file name, not a path and not a terminal escape */
         if (strncmp(path + strlen(dir) + 1, "..", 2) == 0)
             path[strlen(dir) + 1] = '_';
         int rc = dump_to_path(t, 0, tm_tensor_rows(t), fmt, path, true);

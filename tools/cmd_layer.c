@@ -2,7 +2,6 @@
  * block: a claim that N blocks are the same is a claim somebody should check. */
 #include "cli_util.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +109,9 @@ static int report(const char *arg, const tm_file *f, entry *e, size_t n, uint64_
         const tm_tensor *t = tm_tensor_at(f, e[k].tensor);
         cli_shape(t, shape, sizeof shape);
         const char *tn = tm_type_name(t->type);
-        printf("%-*s  %-22s %-8s %16" PRIu64 " %14" PRIu64 "\n", wname, e[k].rest, shape,
+        char name[256];
+        cli_name((tm_str){e[k].rest, strlen(e[k].rest)}, 200, name, sizeof name);
+        printf("%-*s  %-22s %-8s %16" PRIu64 " %14" PRIu64 "\n", wname, name, shape,
                tn ? tn : "unknown", t->offset, t->n_bytes);
         bytes += t->n_bytes;
     }
@@ -131,38 +132,30 @@ static int report(const char *arg, const tm_file *f, entry *e, size_t n, uint64_
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-        if (c == 'j')
-            json = true;
-        else if (c == 'h')
-            return fputs(help, stdout), CLI_OK;
-        else
-            return cli_usage(&cmd_layer);
-    }
+    const cli_flag flags[] = {{"json", &json}, {NULL, NULL}};
+    int first = 0;
+    int rc = cli_flag_args(argc, argv, &cmd_layer, flags, 2, 2, &first);
+    if (rc >= 0)
+        return rc;
     uint64_t want;
-    if (argc - optind != 2 || !cli_parse_u64(argv[optind + 1], &want))
+    if (!cli_parse_u64(argv[first + 1], &want))
         return cli_usage(&cmd_layer);
-    tm_file *f = cli_open(argv[optind], 0);
+    tm_file *f = cli_open(argv[first], 0);
     if (!f)
         return CLI_FAIL;
     uint64_t n = tm_n_tensors(f);
     cli_block_name *names = cli_block_names(f);
     entry *e = malloc((size_t)(n ? n : 1) * sizeof *e);
-    int rc;
     if (!names || !e) {
-        cli_errorf("%s: out of memory", argv[optind]);
+        cli_errorf("%s: out of memory", argv[first]);
         rc = CLI_FAIL;
     } else {
         size_t m = 0;
         for (uint64_t i = 0; i < n; i++)
             if (names[i].in_block)
                 e[m++] = (entry){names[i].block, i, names[i].generic + names[i].rest};
-        rc = report(argv[optind], f, e, m, want, json);
+        rc = report(argv[first], f, e, m, want, json);
     }
     free(e);
     cli_block_names_free(names, n);

@@ -3,7 +3,6 @@
  * stack, in it, behind it, and the smallest and largest block. */
 #include "cli_util.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,7 +221,9 @@ static void print_text(const char *arg, const tm_file *f, const stack *s, tm_str
         if (w->shapes_differ)
             strncat(shape, " (varies)", sizeof shape - strlen(shape) - 1);
         types_text(w, types, sizeof types);
-        printf("%6" PRIu64 "  %-*s  %-22s %-24s %14" PRIu64 "\n", w->count, wname, w->generic,
+        char name[256];
+        cli_name((tm_str){w->generic, strlen(w->generic)}, 200, name, sizeof name);
+        printf("%6" PRIu64 "  %-*s  %-22s %-24s %14" PRIu64 "\n", w->count, wname, name,
                shape, types, w->bytes);
     }
     printf("\n%zu names, and %zu of them are the ones that repeat\n", s->n_rows, s->n_repeating);
@@ -242,35 +243,26 @@ static void print_text(const char *arg, const tm_file *f, const stack *s, tm_str
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-        if (c == 'j')
-            json = true;
-        else if (c == 'h')
-            return fputs(help, stdout), CLI_OK;
-        else
-            return cli_usage(&cmd_stack);
-    }
-    if (argc - optind != 1)
-        return cli_usage(&cmd_stack);
-    tm_file *f = cli_open(argv[optind], 0);
+    const cli_flag flags[] = {{"json", &json}, {NULL, NULL}};
+    const char *arg;
+    int rc = cli_simple_args(argc, argv, &cmd_stack, flags, &arg);
+    if (rc >= 0)
+        return rc;
+    tm_file *f = cli_open(arg, 0);
     if (!f)
         return CLI_FAIL;
     uint64_t n = tm_n_tensors(f);
     cli_block_name *names = cli_block_names(f);
     stack s = {0};
-    int rc = CLI_OK;
+    rc = CLI_OK;
     if (!names || !build(f, names, &s)) {
-        cli_errorf("%s: out of memory", argv[optind]);
+        cli_errorf("%s: out of memory", arg);
         rc = CLI_FAIL;
     } else if (json) {
         rc = cli_json_emit(to_json(f, &s, tm_architecture(f)));
     } else {
-        print_text(argv[optind], f, &s, tm_architecture(f));
+        print_text(arg, f, &s, tm_architecture(f));
     }
     free(s.rows);
     free(s.blocks);

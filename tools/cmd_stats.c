@@ -3,8 +3,8 @@
  * histogram a person can read in a terminal. */
 #include "cli_util.h"
 
-#include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +130,8 @@ static void print_one_line(const tm_tensor *t, const summary *s, const tm_error 
                            int wname)
 {
     const char *tn = tm_type_name(t->type);
-    printf("%-*.*s %-8s ", wname, (int)t->name.len, t->name.ptr, tn ? tn : "unknown");
+    char name[256];
+    printf("%-*s %-8s ", wname, cli_name(t->name, 200, name, sizeof name), tn ? tn : "unknown");
     if (!ok) {
         printf("%s\n", err->message);
         return;
@@ -146,7 +147,8 @@ static void print_block(const tm_tensor *t, const summary *s, const tm_error *er
     const char *tn = tm_type_name(t->type);
     char shape[128];
     cli_shape(t, shape, sizeof shape);
-    printf("%.*s (%s, %s)\n", (int)t->name.len, t->name.ptr, tn ? tn : "unknown", shape);
+    char name[256];
+    printf("%s (%s, %s)\n", cli_name(t->name, 200, name, sizeof name), tn ? tn : "unknown", shape);
     if (!ok) {
         printf("  %s\n\n", err->message);
         return;
@@ -164,27 +166,18 @@ static void print_block(const tm_tensor *t, const summary *s, const tm_error *er
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-        if (c == 'j')
-            json = true;
-        else if (c == 'h')
-            return fputs(help, stdout), CLI_OK;
-        else
-            return cli_usage(&cmd_stats);
-    }
-    if (argc - optind < 1)
-        return cli_usage(&cmd_stats);
-    const char *arg = argv[optind];
+    const cli_flag flags[] = {{"json", &json}, {NULL, NULL}};
+    int first = 0;
+    int rc = cli_flag_args(argc, argv, &cmd_stats, flags, 1, INT_MAX, &first);
+    if (rc >= 0)
+        return rc;
+    const char *arg = argv[first];
     tm_file *f = cli_open(arg, 0);
     if (!f)
         return CLI_FAIL;
-    char **want = argv + optind + 1;
-    uint64_t n_want = (uint64_t)(argc - optind - 1);
+    char **want = argv + first + 1;
+    uint64_t n_want = (uint64_t)(argc - first - 1);
     uint64_t n = n_want ? n_want : tm_n_tensors(f);
     for (uint64_t i = 0; i < n_want; i++)
         if (!tm_tensor_find(f, want[i])) {

@@ -2,7 +2,6 @@
  * types and scores, printed so that no token can drive the terminal. */
 #include "cli_util.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,24 +26,16 @@ static const char *type_name(int64_t t)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-        if (c == 'j')
-            json = true;
-        else if (c == 'h')
-            return fputs(help, stdout), CLI_OK;
-        else
-            return cli_usage(&cmd_tokens);
-    }
+    const cli_flag flags[] = {{"json", &json}, {NULL, NULL}};
+    int first = 0;
+    int rc = cli_flag_args(argc, argv, &cmd_tokens, flags, 1, 2, &first);
+    if (rc >= 0)
+        return rc;
     uint64_t want = 10;
-    int left = argc - optind;
-    if (left < 1 || left > 2 || (left == 2 && !cli_parse_u64(argv[optind + 1], &want)))
+    if (argc - first == 2 && !cli_parse_u64(argv[first + 1], &want))
         return cli_usage(&cmd_tokens);
-    const char *arg = argv[optind];
+    const char *arg = argv[first];
     tm_file *f = cli_open(arg, 0);
     if (!f)
         return CLI_FAIL;
@@ -94,7 +85,7 @@ static int run(int argc, char **argv)
         cli_print_str(stdout, s, UINT64_MAX);
         printf("\"\n");
     }
-    int rc = json ? cli_json_emit(json_pack("{s:o, s:o}", "count", cli_json_u64(tokens->count),
+    rc = json ? cli_json_emit(json_pack("{s:o, s:o}", "count", cli_json_u64(tokens->count),
                                             "tokens", list))
                   : cli_finish_output(CLI_OK);
     tm_close(f);
