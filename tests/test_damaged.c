@@ -5,6 +5,7 @@
 
 #include "tensormap.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,23 @@ static void check_damaged(const char *name)
     free(bytes);
 }
 
-Test(damaged, vocab_bert_bge) { check_damaged("vocab-bert-bge.gguf"); }
-Test(damaged, vocab_llama_spm) { check_damaged("vocab-llama-spm.gguf"); }
-Test(damaged, vocab_phi_3) { check_damaged("vocab-phi-3.gguf"); }
+/* Every file in the folder, so that files added to the corpus are checked too. */
+Test(damaged, every_file_refused_at_the_damage)
+{
+    const char *corpus = getenv("TM_CORPUS");
+    cr_assert_not_null(corpus, "TM_CORPUS is not set (make test sets it)");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/damaged", corpus);
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s", dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        const size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".gguf") == 0) {
+            check_damaged(e->d_name);
+            n++;
+        }
+    }
+    closedir(d);
+    cr_assert_geq(n, 3, "only %d damaged files in %s", n, dir);
+}
