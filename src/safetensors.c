@@ -432,6 +432,9 @@ static bool shard_name_ok(const char *s)
     return s[0] && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
+/* Whether the file has a directory its siblings are in (not a buffer, not standard input). */
+static bool has_dir(const tm__map *m) { return m->path && strcmp(m->path, "-") != 0; }
+
 static char *join_dir(const char *path, const char *name)
 {
     const char *slash = strrchr(path, '/');
@@ -526,9 +529,9 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
         s = tm__fail(err, TM_BAD_VALUE, 0, "%sthe weight map names no shards", what);
         goto out;
     }
-    if (!f->maps[0].path) {
-        s = tm__fail(err, TM_UNSUPPORTED, 0, "%san index read from a buffer has no directory to "
-                     "find its shards in", what);
+    if (!has_dir(&f->maps[0])) {
+        s = tm__fail(err, TM_UNSUPPORTED, 0, "%san index read from a buffer or standard input "
+                     "has no directory to find its shards in", what);
         goto out;
     }
 
@@ -654,7 +657,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
     /* A shard opened with TM_OPEN_ALL_SHARDS brings its checkpoint in through the sibling
      * index; a file with no index beside it is a checkpoint of its own. */
     char *index_path = NULL;
-    if (is_file && (flags & TM_OPEN_ALL_SHARDS) && m0->path) {
+    if (is_file && (flags & TM_OPEN_ALL_SHARDS) && has_dir(m0)) {
         index_path = join_dir(m0->path, ST_INDEX_NAME);
         if (!index_path)
             return no_memory(err);

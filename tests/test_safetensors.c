@@ -636,3 +636,37 @@ Test(safetensors_shards, all_shards_from_a_file_the_index_does_not_name, .init =
     cr_expect_eq(tm_open(p, TM_OPEN_ALL_SHARDS, &f, &err), TM_NOT_FOUND, "%s", err.message);
     cr_expect(strstr(err.message, "names no shard 'lonely.safetensors'"), "%s", err.message);
 }
+
+Test(safetensors_shards, index_without_a_directory)
+{
+    const char *idx = "{\"weight_map\": {\"a\": \"model-00001-of-00002.safetensors\"}}";
+    tm_file *f = NULL;
+    tm_error err = {0};
+    cr_expect_eq(tm_open_buffer(idx, strlen(idx), 0, &f, &err), TM_UNSUPPORTED, "%s", err.message);
+    cr_expect(strstr(err.message, "no directory"), "%s", err.message);
+}
+
+Test(safetensors_shards, index_not_valid)
+{
+    static const struct {
+        const char *json, *says;
+        tm_status code;
+    } bad[] = {
+        {"{\"weight_map\": {\"a\": \"x\", \"a\": \"y\"}}", "a name appears twice", TM_DUPLICATE},
+        {"{\"weight_map\": [\"x\"]}", "\"weight_map\" is not an object", TM_BAD_VALUE},
+        {"{\"metadata\": {}}", "\"weight_map\" is missing", TM_BAD_VALUE},
+        {"{\"weight_map\": {\"a\": 3}}", "'a' is not a shard file name", TM_BAD_VALUE},
+        {"{\"metadata\": {\"total_size\": -1}, \"weight_map\": {}}", "'total_size' is neither",
+         TM_BAD_VALUE},
+        {"{\"weight_map\": {}}", "names no shards", TM_BAD_VALUE},
+        {"{\"weight_map\": {\"a\": \"b\"}", "not valid at byte", TM_BAD_VALUE},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tm_file *f = NULL;
+        tm_error err = {0};
+        tm_status s = tm_open_buffer(bad[i].json, strlen(bad[i].json), 0, &f, &err);
+        cr_expect_eq(s, bad[i].code, "%s: got %s: %s", bad[i].json, tm_status_name(s), err.message);
+        cr_expect(strstr(err.message, bad[i].says), "%s: should say %s: %s", bad[i].json,
+                  bad[i].says, err.message);
+    }
+}
