@@ -173,6 +173,73 @@ static void dequant_q8_0_avx2(const void *src, float *dst, size_t n)
 
 /* ---- 256-element super-blocks -------------------------------------------------------------- */
 
+/* bytes p[0..7] and p[8..15] as eight int32 lanes each */
+static __m256i u8x8(const uint8_t *p)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+/* q2_K: group g (16 elements) has D = d * (sc & 15), M = dmin * (sc >> 4); the table
+ * T[i] = D * (i & 3) - M repeats every 4 lanes, so vpermps may use bits 0..2 of byte >> shift
+ * as they are. */
+static void dequant_q2_K_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m256 q = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
+    for (size_t i = 0; i < n; i++, b += 84) {
+        const float d = half(b + 80), dmin = half(b + 82);
+        for (int h = 0, g = 0; h < 2; h++) {
+            const uint8_t *qs = b + 16 + 32 * h;
+            const __m256i x[4] = { u8x8(qs), u8x8(qs + 8), u8x8(qs + 16), u8x8(qs + 24) };
+            for (int step = 0; step < 4; step++) {
+                const __m128i shift = _mm_cvtsi32_si128(2 * step);
+                for (int r = 0; r < 2; r++, g++, dst += 16) {
+                    const __m256 t = _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(d * (float)(b[g] & 15)), q),
+                                                   _mm256_set1_ps(dmin * (float)(b[g] >> 4)));
+                    _mm256_storeu_ps(dst, _mm256_permutevar8x32_ps(t, _mm256_srl_epi32(x[2 * r], shift)));
+                    _mm256_storeu_ps(dst + 8, _mm256_permutevar8x32_ps(t, _mm256_srl_epi32(x[2 * r + 1], shift)));
+                }
+            }
+        }
+    }
+}
+
+/* q3_K: index (2 bits of qs) | (hmask bit) << 2 selects T[i] = D * (i - 4): a set mask bit
+ * means q, a clear one q - 4, exactly the scalar value. */
+static void dequant_q3_K_avx2(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const __m256 q = _mm256_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3);
+    const __m256i three = _mm256_set1_epi32(3), four = _mm256_set1_epi32(4);
+    for (size_t i = 0; i < n; i++, b += 110) {
+        const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+        const uint32_t a0 = rd32(b + 96), a1 = rd32(b + 100), a2 = rd32(b + 104);
+        const uint32_t w[4] = { (a0 & m4) | ((a2 & m2) << 4), (a1 & m4) | ((a2 >> 2 & m2) << 4),
+                                (a0 >> 4 & m4) | ((a2 >> 4 & m2) << 4),
+                                (a1 >> 4 & m4) | ((a2 >> 6 & m2) << 4) };
+        const float d = half(b + 108);
+        const __m256i hm[4] = { u8x8(b), u8x8(b + 8), u8x8(b + 16), u8x8(b + 24) };
+        for (int h = 0, g = 0; h < 2; h++) {
+            const uint8_t *qs = b + 32 + 32 * h;
+            const __m256i x[4] = { u8x8(qs), u8x8(qs + 8), u8x8(qs + 16), u8x8(qs + 24) };
+            for (int step = 0; step < 4; step++) {
+                const __m128i shift = _mm_cvtsi32_si128(2 * step);
+                const __m256i bit = _mm256_set1_epi32(1 << (4 * h + step));
+                for (int r = 0; r < 2; r++, g++, dst += 16) {
+                    const int sc = (int)(w[g / 4] >> (8 * (g % 4)) & 0xff) - 32;
+                    const __m256 t = _mm256_mul_ps(_mm256_set1_ps(d * (float)sc), q);
+                    for (int k = 0; k < 2; k++) {
+                        const __m256i q2 = _mm256_and_si256(_mm256_srl_epi32(x[2 * r + k], shift), three);
+                        const __m256i set = _mm256_cmpeq_epi32(_mm256_and_si256(hm[2 * r + k], bit), bit);
+                        const __m256i idx = _mm256_or_si256(q2, _mm256_and_si256(set, four));
+                        _mm256_storeu_ps(dst + 8 * k, _mm256_permutevar8x32_ps(t, idx));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* The 6-bit scale and min of group g of q4_K (as the scalar kernel unpacks them). */
 static void k4_scale_min(const uint8_t *s, int g, unsigned *sc, unsigned *m)
 {
@@ -314,6 +381,8 @@ const tm__kernels tm__kernels_avx2 = {
         [TM_TYPE_Q5_0] = dequant_q5_0_avx2,
         [TM_TYPE_Q5_1] = dequant_q5_1_avx2,
         [TM_TYPE_Q8_0] = dequant_q8_0_avx2,
+        [TM_TYPE_Q2_K] = dequant_q2_K_avx2,
+        [TM_TYPE_Q3_K] = dequant_q3_K_avx2,
         [TM_TYPE_Q4_K] = dequant_q4_K_avx2,
         [TM_TYPE_Q5_K] = dequant_q5_K_avx2,
         [TM_TYPE_Q6_K] = dequant_q6_K_avx2,
