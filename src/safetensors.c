@@ -190,15 +190,13 @@ static tm_status read_entry(const st_ctx *c, const char *name, size_t len, json_
     json_t *dtype = json_object_get(v, "dtype"), *shape = json_object_get(v, "shape");
     json_t *offs = json_object_get(v, "data_offsets");
     if (!json_is_string(dtype))
-        return FAIL(TM_BAD_VALUE, "\"dtype\" is %s, not a string", dtype ? "not a string" : "missing");
+        return FAIL(TM_BAD_VALUE, "\"dtype\" is %s", dtype ? "not a string" : "missing");
     if (!json_is_array(shape))
-        return FAIL(TM_BAD_VALUE, "\"shape\" is %s, not an array", shape ? "not an array" : "missing");
+        return FAIL(TM_BAD_VALUE, "\"shape\" is %s", shape ? "not an array" : "missing");
     if (!json_is_array(offs) || json_array_size(offs) != 2)
         return FAIL(TM_BAD_VALUE, "\"data_offsets\" is %s",
                     offs ? "not an array of two integers [begin, end]" : "missing");
-    if (json_object_size(v) != 3)
-        return FAIL(TM_BAD_VALUE, "the entry has %zu fields; a tensor has exactly dtype, shape and "
-                    "data_offsets", json_object_size(v));
+    /* other fields are ignored, as the reference (serde, without deny_unknown_fields) does */
 
     const struct st_dtype *dt = NULL;
     for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
@@ -286,6 +284,8 @@ static tm_status read_metadata(tm_file *f, const st_ctx *c, json_t *meta, size_t
                                size_t count, json_t *seen, tm_error *err)
 {
     static const char name[] = "__metadata__";
+    if (json_is_null(meta)) /* the reference reads it as an Option: null is none */
+        return TM_OK;
     if (!json_is_object(meta))
         return entry_fail(err, TM_BAD_VALUE, c, index, count, name, sizeof name - 1,
                           "__metadata__ is not an object of strings");

@@ -353,10 +353,16 @@ Test(safetensors_bad, offsets_not_two_integers)
     expect_refusal(T_A("\"U8\"", "[1]", "[-1,0]"), 1, TM_BAD_VALUE, "'a'", "non-negative integers");
 }
 
-Test(safetensors_bad, extra_field)
+/* The reference ignores fields it does not know, and reads a null __metadata__ as none. */
+Test(safetensors, extra_fields_and_null_metadata)
 {
-    expect_refusal("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":1}}", 1,
-                   TM_BAD_VALUE, "'a'", "4 fields");
+    size_t len;
+    uint8_t *img = st_image_raw("{\"__metadata__\":null,\"a\":{\"dtype\":\"U8\",\"shape\":[1],"
+                                "\"data_offsets\":[0,1],\"x\":1}}", "z", 1, &len);
+    opened o = open_image(img, len);
+    cr_expect_eq(tm_n_tensors(o.f), 1);
+    cr_expect_eq(tm_n_kv(o.f), 0);
+    close_image(&o);
 }
 
 Test(safetensors_bad, end_before_begin)
