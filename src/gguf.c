@@ -12,7 +12,8 @@
 /* The smallest records the walk can meet: a count the remaining bytes cannot hold is refused
  * before anything is walked. A key or name is at least 1 byte (empty ones are refused). */
 #define MIN_KV_BYTES (8u + 1u + 4u + 1u)            /* key length, key, value type, a u8 */
-#define MIN_INFO_BYTES (8u + 1u + 4u + 8u + 4u + 8u) /* name length, name, n_dims, ne[0], type, offset */
+/* name length, name, n_dims, ne[0], type, offset */
+#define MIN_INFO_BYTES (8u + 1u + 4u + 8u + 4u + 8u)
 /* The index stores entry numbers in 32 bits. */
 #define MAX_ENTRIES (UINT32_MAX - 1u)
 #define ALIGNMENT_KEY "general.alignment"
@@ -86,7 +87,8 @@ static const char *field_str(char *buf, size_t cap, field f)
 __attribute__((cold, noinline)) static tm_status truncated(const walk *w, unsigned n, field f)
 {
     char name[64];
-    return fail(w, TM_TRUNCATED, at(w), "the file ends at byte %llu, inside the %s at byte %llu (%u bytes)",
+    return fail(w, TM_TRUNCATED, at(w),
+                "the file ends at byte %llu, inside the %s at byte %llu (%u bytes)",
                 (ull)(at(w) + left(w)), field_str(name, sizeof name, f), (ull)at(w), n);
 }
 
@@ -290,7 +292,7 @@ static tm_status walk_info(walk *w, tm_tensor *t, uint32_t alignment)
     TRY(read_uint(w, 4, F("tensor type"), &type));
     const tm__type_info *info = type < TM_TYPE_U8 ? tm__type_get((tm_type)type) : NULL;
     if (!info) {
-        const char *name = type <= UINT32_MAX ? tm_type_name((tm_type)type) : NULL;
+        const char *name = tm_type_name((tm_type)type);
         if (name && tm__type_removed_name((tm_type)type))
             return fail(w, TM_UNSUPPORTED, type_at,
                         "type %llu (%s) at byte %llu was removed from ggml and is not supported",
@@ -350,8 +352,10 @@ static tm_status walk_head(walk *w, tm_layout *L)
     uint64_t version, n_tensors, n_kv;
     TRY(read_uint(w, 4, F("version"), &version));
     if (version == 1)
-        return fail(w, TM_BAD_VERSION, 4, "version 1 (32-bit counts) is not supported (version at byte 4)");
-    if (version == 0x02000000u || version == 0x03000000u)
+        return fail(w, TM_BAD_VERSION, 4,
+                    "version 1 (32-bit counts) is not supported (version at byte 4)");
+    /* 0x03000000: version 3 written big-endian (any 1..3 swapped). */
+    if (version > 3 && __builtin_bswap32((uint32_t)version) <= 3)
         return fail(w, TM_BAD_VERSION, 4,
                     "version reads 0x%08llx at byte 4: a big-endian GGUF file, which this "
                     "library does not read",
@@ -427,7 +431,8 @@ static tm_status check_overlap(walk *w, tm_file *f)
         return TM_OK;
     span *s = malloc((size_t)n * sizeof *s);
     if (!s)
-        return tm__fail(w->err, TM_NOMEM, TM_NO_OFFSET, "out of memory sorting %llu tensors", (ull)n);
+        return tm__fail(w->err, TM_NOMEM, TM_NO_OFFSET, "out of memory sorting %llu tensors",
+                        (ull)n);
     for (uint64_t i = 0; i < n; i++)
         s[i] = (span){f->tensors[i].offset, i};
     qsort(s, (size_t)n, sizeof *s, by_offset);

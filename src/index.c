@@ -107,7 +107,8 @@ static tm_status build(tm_file *f, tm__hash *h, uint64_t n, name_of name, const 
             char q[96];
             tm__quote(q, sizeof q, s.ptr, s.len);
             uint64_t at = is_kv ? f->kvs[i].offset : f->tensors[i].info_offset;
-            return tm__fail(err, TM_DUPLICATE, at, "%s %u of %llu (%s) at byte %llu: the same %s as %s %u",
+            return tm__fail(err, TM_DUPLICATE, at,
+                            "%s %u of %llu (%s) at byte %llu: the same %s as %s %u",
                             is_kv ? "metadata entry" : "tensor info", i, (unsigned long long)n, q,
                             (unsigned long long)at, is_kv ? "key" : "name",
                             is_kv ? "entry" : "tensor info", *slot - 1);

@@ -117,8 +117,8 @@ Test(gguf, version_1_refused_as_32_bit)
 
 Test(gguf, big_endian_recognised)
 {
-    const uint32_t swapped[] = {0x03000000u, 0x02000000u};
-    for (int i = 0; i < 2; i++) {
+    const uint32_t swapped[] = {0x03000000u, 0x02000000u, 0x01000000u};
+    for (int i = 0; i < 3; i++) {
         tb b = {0};
         tb_head(&b, swapped[i], 0, 0);
         EXPECT_FAIL(&b, TM_BAD_VERSION, 4, "big-endian");
@@ -466,7 +466,8 @@ Test(gguf, dimension_2p63_refused)
 {
     tb b = {0};
     tb_head(&b, 3, 1, 0);
-    const size_t at = tb_info(&b, "t", 2, (const uint64_t[]){32, (uint64_t)1 << 63}, TM_TYPE_F32, 0);
+    const uint64_t ne[2] = {32, (uint64_t)1 << 63};
+    const size_t at = tb_info(&b, "t", 2, ne, TM_TYPE_F32, 0);
     tb_zeros(&b, 64);
     EXPECT_FAIL(&b, TM_LIMIT, at + 9 + 4 + 8, "ne[1] = 9223372036854775808");
     tb_free(&b);
@@ -594,7 +595,8 @@ Test(gguf, overlap_names_both)
     const size_t offset_at = b.len - 8;
     tb_pad(&b, 32);
     tb_zeros(&b, 1024);
-    EXPECT_FAIL(&b, TM_LAYOUT, offset_at, "tensor info 2 of 3 ('b')", "overlap tensor info 0 ('a')");
+    EXPECT_FAIL(&b, TM_LAYOUT, offset_at, "tensor info 2 of 3 ('b')",
+                "overlap tensor info 0 ('a')");
     tb_free(&b);
 }
 
@@ -996,6 +998,7 @@ Test(gguf, unreadable_key_names_the_entry_before)
     tb_kv_u32(&b, "llama.rope.freq_base", 1);
     const size_t len_at = tb_u64(&b, 0xbdbfef00000000ull);
     tb_zeros(&b, 16);
-    EXPECT_FAIL(&b, TM_LIMIT, len_at, "metadata entry 1 of 2 (after 'llama.rope.freq_base'): key length");
+    EXPECT_FAIL(&b, TM_LIMIT, len_at,
+                "metadata entry 1 of 2 (after 'llama.rope.freq_base'): key length");
     tb_free(&b);
 }

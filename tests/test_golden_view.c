@@ -46,7 +46,8 @@ static void check_value(const tm_value *v, const char *text, const char *key)
     case TM_V_U16:
     case TM_V_U32:
     case TM_V_U64:
-        cr_assert_eq(v->as.u, strtoull(text, &end, 10), "%s: %" PRIu64 " vs %s", key, v->as.u, text);
+        cr_assert_eq(v->as.u, strtoull(text, &end, 10), "%s: %" PRIu64 " vs %s", key, v->as.u,
+                     text);
         break;
     case TM_V_I8:
     case TM_V_I16:
