@@ -2,6 +2,7 @@
  * Expected numbers are worked out by hand from the shapes and FORMATS.md's block sizes, or
  * taken from the writer's own byte counter (tm_writer_header_bytes), never from the tool's
  * output; the golden files are checked against ggml's own reader (FILE.view.tsv). */
+#include "st_writer.h"
 #include "test_cli.h"
 
 #include <criterion/criterion.h>
@@ -481,3 +482,49 @@ static void golden_against_view(const char *name)
 
 Test(cli_core, golden_a_agrees_with_ggml) { golden_against_view("golden-a"); }
 Test(cli_core, golden_b_agrees_with_ggml) { golden_against_view("golden-b"); }
+
+/* ---- safetensors: what applies of the same commands --------------------------------------- */
+
+Test(cli_core, safetensors_info_and_tensors)
+{
+    static const char header[] =
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+        "\"__metadata__\":{\"format\":\"pt\"}}";
+    const float data[6] = {1, 2, 3, 4, 5, 6};
+    size_t len;
+    uint8_t *img = st_image_raw(header, data, sizeof data, &len);
+    const char *path = test_path("m.safetensors");
+    cr_assert_eq(st_write_file(path, img, len), 0);
+    free(img);
+    const uint64_t hlen = sizeof header - 1;
+
+    tool_result r = tool_run("info", path, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    expect_row(r.out, "bytes", num(8 + hlen + 24));
+    char want[96];
+    snprintf(want, sizeof want, "%llu bytes of JSON after the 8-byte length",
+             (unsigned long long)hlen);
+    expect_row(r.out, "header length", want);
+    expect_row(r.out, "tensors", "1");
+    expect_row(r.out, "metadata entries", "1 (in __metadata__)");
+    expect_row(r.out, "tensor data starts at", num(8 + hlen));
+    tool_result_free(&r);
+
+    json_t *j = tool_json(0, "info", "--json", path, NULL);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "format")), "safetensors");
+    cr_assert_eq(json_u64(j, "header_bytes"), hlen);
+    cr_assert_eq(json_u64(j, "data_start"), 8 + hlen);
+    json_decref(j);
+
+    r = tool_run("tensors", path, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\nw     [2, 3]  f32        0     24\n"), "%s", r.out);
+    tool_result_free(&r);
+    json_t *a = tool_json(0, "tensors", "--json", path, NULL);
+    const json_t *t = json_array_get(a, 0);
+    cr_assert_eq(json_integer_value(json_array_get(json_object_get(t, "shape"), 0)), 2);
+    cr_assert_eq(json_integer_value(json_array_get(json_object_get(t, "ne"), 0)), 3,
+                 "ne is the shape reversed: row length first");
+    cr_assert_eq(json_u64(t, "n_bytes"), 24);
+    json_decref(a);
+}
