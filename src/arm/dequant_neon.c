@@ -184,6 +184,82 @@ static void dequant_q4_K_neon(const void *src, float *dst, size_t n)
     }
 }
 
+/* q5_K: as q4_K, plus 16 when bit 2p (low-nibble group) or 2p+1 (high) of qh[l] is set. */
+static void dequant_q5_K_neon(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const uint8x16_t k16 = vdupq_n_u8(16);
+    for (size_t i = 0; i < n; i++, b += 176) {
+        const float d = half(b), dmin = half(b + 2);
+        const uint8_t *qh = b + 16, *qs = b + 48;
+        for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
+            unsigned sc, m;
+            k4_scale_min(b + 4, 2 * p, &sc, &m);
+            const float32x4_t d1 = vdupq_n_f32(d * (float)sc), m1 = vdupq_n_f32(dmin * (float)m);
+            k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
+            const float32x4_t d2 = vdupq_n_f32(d * (float)sc), m2 = vdupq_n_f32(dmin * (float)m);
+            const uint8x16_t b1 = vdupq_n_u8((uint8_t)(1u << (2 * p))), b2 = vdupq_n_u8((uint8_t)(2u << (2 * p)));
+            for (int l = 0; l < 32; l += 16) {
+                const uint8x16_t x = vld1q_u8(qs + l), h = vld1q_u8(qh + l);
+                const uint8x16_t lo = vorrq_u8(vandq_u8(x, vdupq_n_u8(15)), vandq_u8(vtstq_u8(h, b1), k16));
+                const uint8x16_t hi = vorrq_u8(vshrq_n_u8(x, 4), vandq_u8(vtstq_u8(h, b2), k16));
+                u8x16_mul_add(dst + l, lo, d1, m1, 1);
+                u8x16_mul_add(dst + 32 + l, hi, d2, m2, 1);
+            }
+        }
+    }
+}
+
+/* q2_K: group g (16 elements) has D = d * (sc & 15), M = dmin * (sc >> 4); q = (byte >> shift) & 3. */
+static void dequant_q2_K_neon(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const uint8x16_t m2 = vdupq_n_u8(3);
+    for (size_t i = 0; i < n; i++, b += 84) {
+        const float d = half(b + 80), dmin = half(b + 82);
+        for (int h = 0, g = 0; h < 2; h++) {
+            const uint8x16_t x[2] = { vld1q_u8(b + 16 + 32 * h), vld1q_u8(b + 32 + 32 * h) };
+            for (int step = 0; step < 4; step++) {
+                const int8x16_t shift = vdupq_n_s8((int8_t)(-2 * step)); /* vshlq: negative = right */
+                for (int r = 0; r < 2; r++, g++, dst += 16)
+                    u8x16_mul_add(dst, vandq_u8(vshlq_u8(x[r], shift), m2),
+                                  vdupq_n_f32(d * (float)(b[g] & 15)),
+                                  vdupq_n_f32(dmin * (float)(b[g] >> 4)), 1);
+            }
+        }
+    }
+}
+
+/* q3_K: D * (q - (mask bit clear ? 4 : 0)) with q = (byte >> shift) & 3. */
+static void dequant_q3_K_neon(const void *src, float *dst, size_t n)
+{
+    const uint8_t *b = src;
+    const uint8x16_t m2 = vdupq_n_u8(3), k4 = vdupq_n_u8(4);
+    for (size_t i = 0; i < n; i++, b += 110) {
+        const uint32_t m4 = 0x0f0f0f0fu, mm2 = 0x03030303u;
+        const uint32_t a0 = rd32(b + 96), a1 = rd32(b + 100), a2 = rd32(b + 104);
+        const uint32_t w[4] = { (a0 & m4) | ((a2 & mm2) << 4), (a1 & m4) | ((a2 >> 2 & mm2) << 4),
+                                (a0 >> 4 & m4) | ((a2 >> 4 & mm2) << 4),
+                                (a1 >> 4 & m4) | ((a2 >> 6 & mm2) << 4) };
+        const float d = half(b + 108);
+        const uint8x16_t hm[2] = { vld1q_u8(b), vld1q_u8(b + 16) };
+        for (int h = 0, g = 0; h < 2; h++) {
+            const uint8x16_t x[2] = { vld1q_u8(b + 32 + 32 * h), vld1q_u8(b + 48 + 32 * h) };
+            for (int step = 0; step < 4; step++) {
+                const int8x16_t shift = vdupq_n_s8((int8_t)(-2 * step));
+                const uint8x16_t bit = vdupq_n_u8((uint8_t)(1u << (4 * h + step)));
+                for (int r = 0; r < 2; r++, g++, dst += 16) {
+                    const int sc = (int)(w[g / 4] >> (8 * (g % 4)) & 0xff) - 32;
+                    const uint8x16_t q2 = vandq_u8(vshlq_u8(x[r], shift), m2);
+                    const uint8x16_t minus = vbicq_u8(k4, vtstq_u8(hm[r], bit));
+                    s8x16_mul(dst, vsubq_s8(vreinterpretq_s8_u8(q2), vreinterpretq_s8_u8(minus)),
+                              vdupq_n_f32(d * (float)sc));
+                }
+            }
+        }
+    }
+}
+
 /* q6_K: each run of 16 elements shares a scale; (d * scale) rounded, then times q - 32. */
 static void dequant_q6_K_neon(const void *src, float *dst, size_t n)
 {
@@ -221,7 +297,10 @@ const tm__kernels tm__kernels_neon = {
         [TM_TYPE_Q5_0] = dequant_q5_0_neon,
         [TM_TYPE_Q5_1] = dequant_q5_1_neon,
         [TM_TYPE_Q8_0] = dequant_q8_0_neon,
+        [TM_TYPE_Q2_K] = dequant_q2_K_neon,
+        [TM_TYPE_Q3_K] = dequant_q3_K_neon,
         [TM_TYPE_Q4_K] = dequant_q4_K_neon,
+        [TM_TYPE_Q5_K] = dequant_q5_K_neon,
         [TM_TYPE_Q6_K] = dequant_q6_K_neon,
     },
     .stream = NULL,

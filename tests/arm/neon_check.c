@@ -139,8 +139,9 @@ int main(void)
 
     rng = (uint64_t)time(NULL);
     printf("random blocks, seed %llu\n", (unsigned long long)rng);
-    const tm_type types[] = { TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q4_0, TM_TYPE_Q4_1, TM_TYPE_Q5_0,
-                              TM_TYPE_Q5_1, TM_TYPE_Q8_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K };
+    const tm_type types[] = { TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q4_0, TM_TYPE_Q4_1,
+                              TM_TYPE_Q5_0, TM_TYPE_Q5_1, TM_TYPE_Q8_0, TM_TYPE_Q2_K,
+                              TM_TYPE_Q3_K, TM_TYPE_Q4_K, TM_TYPE_Q5_K, TM_TYPE_Q6_K };
     const size_t counts[] = { 1, 2, 3, 7, 64, 4097 };
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
