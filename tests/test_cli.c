@@ -12,7 +12,10 @@
 
 TestSuite(cli, .fini = test_cleanup);
 
-static void ok(tm_status s, const tm_error *err) { cr_assert_eq(s, TM_OK, "%s", err->message); }
+static void ok(tm_status s, const tm_error *err)
+{
+    cr_assert_eq(s, TM_OK, "%s", err->message);
+}
 
 static uint64_t file_size(const char *path)
 {
@@ -68,7 +71,8 @@ Test(cli, check_adds_up_to_the_file_size)
                   (unsigned long long)padding);
     cr_assert_eq(data_start % 32, 0);
     cr_assert_eq(json_u64(j, "head_bytes") + json_u64(j, "metadata_bytes") +
-                     json_u64(j, "info_bytes") + padding, data_start);
+                     json_u64(j, "info_bytes") + padding,
+                 data_start);
     /* header + tensors + the alignment padding between them = the size stat() reports */
     cr_assert_eq(data_start + json_u64(j, "tensor_bytes") + json_u64(j, "alignment_padding"),
                  file_size(path));
@@ -154,7 +158,8 @@ Test(cli, stack_collapses_blocks_and_adds_up)
     cr_assert_eq(json_u64(j, "stack_bytes"), STACK_BYTES);
     cr_assert_eq(json_u64(j, "behind_bytes"), BEHIND_BYTES);
     cr_assert_eq(json_u64(j, "total_bytes"), FRONT_BYTES + STACK_BYTES + BEHIND_BYTES);
-    const json_t *lo = json_object_get(j, "smallest_block"), *hi = json_object_get(j, "largest_block");
+    const json_t *lo = json_object_get(j, "smallest_block"),
+                 *hi = json_object_get(j, "largest_block");
     cr_assert_eq(json_u64(lo, "bytes"), 102 + 12);
     cr_assert_eq(json_u64(hi, "bytes"), 192 + 12);
     cr_assert_eq(json_u64(hi, "block"), 2);
@@ -183,8 +188,8 @@ Test(cli, layer_compares_the_other_blocks)
     cr_assert_eq(json_u64(j, "bytes"), 102 + 12);
     cr_assert_eq(json_u64(j, "other_blocks"), 3);
     cr_assert_eq(json_u64(j, "same_names_and_shapes"), 3);
-    cr_assert_eq(json_u64(j, "same_types_too"), 1);  /* block 0 */
-    cr_assert_eq(json_u64(j, "other_types"), 2);     /* blocks 2 and 3 hold f16 */
+    cr_assert_eq(json_u64(j, "same_types_too"), 1); /* block 0 */
+    cr_assert_eq(json_u64(j, "other_types"), 2);    /* blocks 2 and 3 hold f16 */
     json_decref(j);
     tool_result r = tool_run("layer", path, "9", NULL);
     cr_assert_eq(r.status, 1);
@@ -220,8 +225,8 @@ Test(cli, bytes_names_every_field)
 
 Test(cli, every_command_has_help_and_usage)
 {
-    static const char *const cmds[] = {"stack", "layer", "check", "account", "bytes", "stats",
-                                       "dump", "tokens", "header", "write", "sketch"};
+    static const char *const cmds[] = {"stack", "layer",  "check",  "account", "bytes", "stats",
+                                       "dump",  "tokens", "header", "write",   "sketch"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         tool_result r = tool_run("help", cmds[i], NULL);
         cr_assert_eq(r.status, 0, "help %s", cmds[i]);

@@ -12,18 +12,24 @@
 
 TestSuite(cli_dump, .fini = test_cleanup);
 
-static void ok(tm_status s, const tm_error *err) { cr_assert_eq(s, TM_OK, "%s", err->message); }
+static void ok(tm_status s, const tm_error *err)
+{
+    cr_assert_eq(s, TM_OK, "%s", err->message);
+}
 
 /* q8_0, 64 x 3: six blocks of {half d, 32 x i8}. Block b has d = 2^-b (exact in half: 0x3c00
  * minus b exponent steps) and qs[i] = i - 16 + b, so value = (i - 16 + b) * 2^-b exactly. */
 #define Q_ROWS 3u
 #define Q_COLS 64u
 static uint8_t qblocks[6 * 34];
-static float values_v[20] = {1.5f, -2.25f, 0.0f, 3.0f, NAN, 8.0f, -0.5f, INFINITY,
-                             4.0f, -INFINITY, 2.0f, 1.0f, -7.0f, 0.25f, 6.0f, 5.0f,
-                             -1.0f, 9.5f, 0.75f, -3.0f};
+static float values_v[20] = {1.5f,     -2.25f, 0.0f,      3.0f, NAN,   8.0f,  -0.5f,
+                             INFINITY, 4.0f,   -INFINITY, 2.0f, 1.0f,  -7.0f, 0.25f,
+                             6.0f,     5.0f,   -1.0f,     9.5f, 0.75f, -3.0f};
 
-static float q_value(unsigned b, unsigned i) { return (float)((int)i - 16 + (int)b) * ldexpf(1, -(int)b); }
+static float q_value(unsigned b, unsigned i)
+{
+    return (float)((int)i - 16 + (int)b) * ldexpf(1, -(int)b);
+}
 
 /* A type the library has no float decoder for (q8_1 today), found by asking, so the test
  * keeps meaning something when decoders are added; TM_TYPE_F32 when every type decodes. */
@@ -83,7 +89,8 @@ static float *read_npy(const char *path, uint64_t *shape, size_t *n_dims, size_t
             s++;
     }
     free(h);
-    cr_assert_eq(len - 10 - hlen, count * 4, "payload %zu bytes for %zu values", len - 10 - hlen, count);
+    cr_assert_eq(len - 10 - hlen, count * 4, "payload %zu bytes for %zu values", len - 10 - hlen,
+                 count);
     float *v = malloc(count * 4 + 1);
     memcpy(v, b + 10 + hlen, count * 4);
     free(b);
@@ -255,7 +262,8 @@ Test(cli_dump, dump_all_of_the_golden_file_is_what_ggml_decoded)
         char *got = read_all(path, &len);
         cr_assert_eq(len, n * 4, "%s: %zu bytes, expected %llu", name, len, n * 4);
         cr_assert_leq(off + len, n_ref);
-        cr_assert_eq(memcmp(got, ref + off, len), 0, "%s (%s) differs from ggml's values", name, type);
+        cr_assert_eq(memcmp(got, ref + off, len), 0, "%s (%s) differs from ggml's values", name,
+                     type);
         free(got);
         compared++;
     }

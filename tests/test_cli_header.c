@@ -12,7 +12,10 @@
 
 TestSuite(cli_header, .fini = test_cleanup);
 
-static void ok(tm_status s, const tm_error *err) { cr_assert_eq(s, TM_OK, "%s", err->message); }
+static void ok(tm_status s, const tm_error *err)
+{
+    cr_assert_eq(s, TM_OK, "%s", err->message);
+}
 
 static void write_text(const char *path, const char *text)
 {
@@ -53,8 +56,14 @@ static void round_trip(const char *golden)
     tool_result_free(&c);
 }
 
-Test(cli_header, golden_a_header_round_trips_byte_for_byte) { round_trip("golden-a.gguf"); }
-Test(cli_header, golden_b_header_round_trips_byte_for_byte) { round_trip("golden-b.gguf"); }
+Test(cli_header, golden_a_header_round_trips_byte_for_byte)
+{
+    round_trip("golden-a.gguf");
+}
+Test(cli_header, golden_b_header_round_trips_byte_for_byte)
+{
+    round_trip("golden-b.gguf");
+}
 
 Test(cli_header, a_header_without_arrays_keeps_its_length)
 {
@@ -91,14 +100,18 @@ Test(cli_header, a_header_without_arrays_keeps_its_length)
 Test(cli_header, a_multi_gigabyte_sparse_file_from_a_header)
 {
     const char *json = test_path("big.json");
-    write_text(json,
-               "{\"version\": 3, \"alignment\": 32, \"data_size\": 4294971392,\n"
-               " \"kv\": [{\"key\": \"general.architecture\", \"type\": \"str\", \"value\": \"big\"},\n"
-               "        {\"key\": \"big.block_count\", \"type\": \"u32\", \"value\": 2}],\n"
-               " \"tensors\": [\n"
-               "  {\"name\": \"blk.0.ffn.weight\", \"type_id\": 1, \"ne\": [65536, 16384], \"offset\": 0},\n"
-               "  {\"name\": \"blk.1.ffn.weight\", \"type_id\": 1, \"ne\": [65536, 16384], \"offset\": 2147483648},\n"
-               "  {\"name\": \"norm.weight\", \"type_id\": 0, \"ne\": [1024], \"offset\": 4294967296}]}\n");
+    write_text(
+        json,
+        "{\"version\": 3, \"alignment\": 32, \"data_size\": 4294971392,\n"
+        " \"kv\": [{\"key\": \"general.architecture\", \"type\": \"str\", \"value\": \"big\"},\n"
+        "        {\"key\": \"big.block_count\", \"type\": \"u32\", \"value\": 2}],\n"
+        " \"tensors\": [\n"
+        "  {\"name\": \"blk.0.ffn.weight\", \"type_id\": 1, \"ne\": [65536, 16384], \"offset\": "
+        "0},\n"
+        "  {\"name\": \"blk.1.ffn.weight\", \"type_id\": 1, \"ne\": [65536, 16384], \"offset\": "
+        "2147483648},\n"
+        "  {\"name\": \"norm.weight\", \"type_id\": 0, \"ne\": [1024], \"offset\": "
+        "4294967296}]}\n");
     const char *big = test_path("big.gguf");
     tool_result r = tool_run("write", "--from-header", json, big, NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
@@ -111,7 +124,8 @@ Test(cli_header, a_multi_gigabyte_sparse_file_from_a_header)
     json_t *c = tool_json(0, "check", "--json", big, NULL);
     cr_assert_eq(json_u64(c, "tensor_bytes"), 2 * 65536ull * 16384 * 2 + 4096);
     cr_assert_eq(json_u64(c, "data_start") + json_u64(c, "tensor_bytes") +
-                     json_u64(c, "alignment_padding"), (uint64_t)st.st_size);
+                     json_u64(c, "alignment_padding"),
+                 (uint64_t)st.st_size);
     json_decref(c);
     json_t *s = tool_json(0, "stack", "--json", big, NULL);
     cr_assert_eq(json_u64(s, "blocks"), 2);
@@ -141,8 +155,9 @@ Test(cli_header, a_multi_gigabyte_sparse_file_from_a_header)
 Test(cli_header, write_refuses_a_bad_header_naming_the_entry)
 {
     const char *json = test_path("bad.json");
-    write_text(json, "{\"data_size\": 0, \"kv\": [{\"key\": \"a\", \"type\": \"u8\", \"value\": 300}],"
-                     " \"tensors\": []}");
+    write_text(json,
+               "{\"data_size\": 0, \"kv\": [{\"key\": \"a\", \"type\": \"u8\", \"value\": 300}],"
+               " \"tensors\": []}");
     tool_result r = tool_run("write", "--from-header", json, test_path("x.gguf"), NULL);
     cr_assert_eq(r.status, 1);
     cr_assert(strstr(r.err, "kv 0 ('a')") && strstr(r.err, "not a u8"), "%s", r.err);
@@ -154,7 +169,9 @@ Test(cli_header, tokens_are_printed_escaped)
     const char *path = test_path("tokens.gguf");
     tm_writer *w;
     tm_error err;
-    static const char *const toks[] = {"a\x01" "b", "tab\there", "\xff\xfe", "say \"hi\"", "\x1b[31m"};
+    static const char *const toks[] = {"a\x01"
+                                       "b",
+                                       "tab\there", "\xff\xfe", "say \"hi\"", "\x1b[31m"};
     static const int32_t types[] = {1, 3, 6, 1, 4};
     ok(tm_writer_new(&w, &err), &err);
     ok(tm_writer_kv_str_array(w, "tokenizer.ggml.tokens", toks, NULL, 5, &err), &err);
@@ -173,8 +190,9 @@ Test(cli_header, tokens_are_printed_escaped)
     json_t *j = tool_json(0, "tokens", "--json", path, "3", NULL);
     const json_t *t = json_object_get(j, "tokens");
     cr_assert_eq(json_array_size(t), 3);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_array_get(t, 2),
-                                                                       "token"), "hex")), "fffe");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(json_array_get(t, 2), "token"), "hex")),
+        "fffe");
     json_decref(j);
 }
 
@@ -202,11 +220,14 @@ static void make_store(const char *store, const char *model)
 {
     static const char hex[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     char cmd[2048], path[1024];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/manifests/registry.ollama.ai/library/tiny' '%s/blobs' "
-             "&& cp '%s' '%s/blobs/sha256-%s'", store, store, model, store, hex);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/manifests/registry.ollama.ai/library/tiny' '%s/blobs' "
+             "&& cp '%s' '%s/blobs/sha256-%s'",
+             store, store, model, store, hex);
     cr_assert_eq(system(cmd), 0);
-#define MANIFEST "{\"schemaVersion\": 2, \"layers\": [{\"mediaType\": " \
-                 "\"application/vnd.ollama.image.%s\", \"digest\": \"sha256:%s\"}]}"
+#define MANIFEST                                                                                   \
+    "{\"schemaVersion\": 2, \"layers\": [{\"mediaType\": "                                         \
+    "\"application/vnd.ollama.image.%s\", \"digest\": \"sha256:%s\"}]}"
     char text[1024];
     snprintf(path, sizeof path, "%s/manifests/registry.ollama.ai/library/tiny/latest", store);
     snprintf(text, sizeof text, MANIFEST, "model", hex);
@@ -215,7 +236,8 @@ static void make_store(const char *store, const char *model)
     snprintf(text, sizeof text, MANIFEST, "license", hex);
     write_text(path, text);
     snprintf(path, sizeof path, "%s/manifests/registry.ollama.ai/library/tiny/lost", store);
-    snprintf(text, sizeof text, MANIFEST, "model", "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
+    snprintf(text, sizeof text, MANIFEST, "model",
+             "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
     write_text(path, text);
 }
 
@@ -261,9 +283,10 @@ Test(cli_header, the_man_page_comes_from_the_help_texts)
     cr_assert_eq(r.status, 0);
     cr_assert(strncmp(r.out, ".TH TENSORMAP 1", 15) == 0, "%.80s", r.out);
     static const char *const cmds[] = {".SS stack\n", ".SS check, account\n", ".SS dump\n",
-                                       ".SS write\n", ".SS sketch\n", ".SS tokens\n"};
+                                       ".SS write\n", ".SS sketch\n",         ".SS tokens\n"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         cr_assert(strstr(r.out, cmds[i]), "no %s", cmds[i]);
-    cr_assert(strstr(r.out, "usage: tensormap dump [\\-\\-format raw|npy|lz4]"), "help text not in it");
+    cr_assert(strstr(r.out, "usage: tensormap dump [\\-\\-format raw|npy|lz4]"),
+              "help text not in it");
     tool_result_free(&r);
 }

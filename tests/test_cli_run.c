@@ -51,8 +51,7 @@ static tool_result run_argv(const char **argv)
         int in = open("/dev/null", O_RDONLY);
         int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
-            dup2(err, 2) < 0)
+        if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
             _exit(127);
         char *args[64] = {"tensormap"};
         for (int i = 1; i < 63 && argv[i]; i++)

@@ -110,9 +110,15 @@ json_t *cli_json_float(double v, bool is_f32, uint64_t bits)
 static json_t *scalar_json(const tm_value *v)
 {
     switch (v->type) {
-    case TM_V_U8: case TM_V_U16: case TM_V_U32: case TM_V_U64:
+    case TM_V_U8:
+    case TM_V_U16:
+    case TM_V_U32:
+    case TM_V_U64:
         return cli_json_u64(v->as.u);
-    case TM_V_I8: case TM_V_I16: case TM_V_I32: case TM_V_I64:
+    case TM_V_I8:
+    case TM_V_I16:
+    case TM_V_I32:
+    case TM_V_I64:
         return json_integer((json_int_t)v->as.i);
     case TM_V_F32: {
         float f = (float)v->as.f;

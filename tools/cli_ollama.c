@@ -54,7 +54,7 @@ static char *manifest_path(const char *store, const char *spec, char *msg, size_
                  spec);
         return NULL;
     }
-    const char *prefix = slashes == 0 ? "registry.ollama.ai/library/"
+    const char *prefix = slashes == 0   ? "registry.ollama.ai/library/"
                          : slashes == 1 ? "registry.ollama.ai/"
                                         : "";
     char *path = NULL;
@@ -78,8 +78,8 @@ static const char *model_digest(json_t *manifest, const char *mpath, char *msg, 
         if (mt && strcmp(mt, MODEL_MEDIA_TYPE) == 0) {
             if (!digest || strncmp(digest, "sha256:", 7) != 0 || strlen(digest) != 7 + 64 ||
                 strspn(digest + 7, "0123456789abcdef") != 64) {
-                snprintf(msg, msg_size, "manifest %s: the model layer's digest is not sha256:<64 hex>",
-                         mpath);
+                snprintf(msg, msg_size,
+                         "manifest %s: the model layer's digest is not sha256:<64 hex>", mpath);
                 return NULL;
             }
             return digest + 7;

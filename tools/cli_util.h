@@ -52,10 +52,10 @@ void cli_shape(const tm_tensor *t, char *buf, size_t size);
 /* The block a tensor belongs to, taken out of its name: "blk.N.rest" (GGUF, anywhere after a
  * '.'), "layers.N.rest" (safetensors' model.layers.N.) or "h.N.rest" (GPT-2). */
 typedef struct cli_block_name {
-    bool in_block;     /* false: the name has no block number (generic is the name itself) */
+    bool in_block; /* false: the name has no block number (generic is the name itself) */
     uint64_t block;
-    char *generic;     /* the name with the number replaced by "N", NUL-terminated, owned */
-    size_t rest;       /* where the part after "N." starts in generic (0 when not in a block) */
+    char *generic; /* the name with the number replaced by "N", NUL-terminated, owned */
+    size_t rest;   /* where the part after "N." starts in generic (0 when not in a block) */
 } cli_block_name;
 /* One per tensor, in file order; NULL when out of memory. */
 cli_block_name *cli_block_names(const tm_file *f);

@@ -29,7 +29,7 @@ typedef struct out {
 
 /* One field: offset, size, the first bytes in hex, a description. */
 __attribute__((format(printf, 5, 6))) static void field(out *o, uint64_t at, uint64_t size,
-                                                         int indent, const char *fmt, ...)
+                                                        int indent, const char *fmt, ...)
 {
     char what[512];
     va_list ap;
@@ -47,16 +47,19 @@ __attribute__((format(printf, 5, 6))) static void field(out *o, uint64_t at, uin
     if (size > shown)
         strcat(hex, " ...");
     if (o->json) {
-        json_array_append_new(o->json, json_pack("{s:o, s:o, s:s, s:s}", "offset",
-                                                 cli_json_u64(at), "size", cli_json_u64(size),
-                                                 "hex", hex, "field", what));
+        json_array_append_new(o->json,
+                              json_pack("{s:o, s:o, s:s, s:s}", "offset", cli_json_u64(at), "size",
+                                        cli_json_u64(size), "hex", hex, "field", what));
         return;
     }
     printf("%10" PRIu64 "  %-*s  %*s%s\n", at, HEX_SHOWN * 3 + 3, hex, indent, "", what);
 }
 
 /* The name of a key or tensor for a description: printable, cut at 80 bytes. */
-static const char *label(tm_str s, char *buf, size_t size) { return cli_name(s, 80, buf, size); }
+static const char *label(tm_str s, char *buf, size_t size)
+{
+    return cli_name(s, 80, buf, size);
+}
 
 static void array_elements(out *o, const tm_kv *kv, bool all)
 {
@@ -71,7 +74,8 @@ static void array_elements(out *o, const tm_kv *kv, bool all)
         while (i < shown && tm_str_next(&it, &s)) {
             uint64_t at = (uint64_t)((const uint8_t *)s.ptr - o->base) - 8;
             char name[128];
-            field(o, at, 8 + s.len, 2, "element %" PRIu64 ": \"%s\"", i, label(s, name, sizeof name));
+            field(o, at, 8 + s.len, 2, "element %" PRIu64 ": \"%s\"", i,
+                  label(s, name, sizeof name));
             skipped_from = at + 8 + s.len;
             i++;
         }
@@ -97,8 +101,9 @@ static void gguf_fields(out *o, const tm_file *f, bool all)
     for (uint64_t i = 0; i < tm_n_kv(f); i++) {
         const tm_kv *kv = tm_kv_at(f, i);
         if (kv->type == TM_V_ARRAY)
-            field(o, kv->offset, kv->n_bytes, 0, "metadata %" PRIu64 ": %s (array of %" PRIu64 " %s)",
-                  i, label(kv->key, name, sizeof name), kv->count, tm_vtype_name(kv->elem_type));
+            field(o, kv->offset, kv->n_bytes, 0,
+                  "metadata %" PRIu64 ": %s (array of %" PRIu64 " %s)", i,
+                  label(kv->key, name, sizeof name), kv->count, tm_vtype_name(kv->elem_type));
         else
             field(o, kv->offset, kv->n_bytes, 0, "metadata %" PRIu64 ": %s (%s)", i,
                   label(kv->key, name, sizeof name), tm_vtype_name(kv->type));
@@ -120,8 +125,9 @@ static void safetensors_fields(out *o, const tm_file *f)
 {
     const tm_layout *l = tm_file_layout(f);
     field(o, 0, 8, 0, "header length, a u64: %" PRIu64, l->kv_end - l->head_end);
-    field(o, 8, l->kv_end - 8, 0, "the JSON header: %" PRIu64 " tensors, %" PRIu64
-          " metadata entries", l->n_tensors, l->n_kv);
+    field(o, 8, l->kv_end - 8, 0,
+          "the JSON header: %" PRIu64 " tensors, %" PRIu64 " metadata entries", l->n_tensors,
+          l->n_kv);
     field(o, l->data_start, l->data_size, 0, "tensor data: %" PRIu64 " bytes", l->data_size);
 }
 
@@ -139,8 +145,8 @@ static int run(int argc, char **argv)
     const tm_layout *l = tm_file_layout(f);
     out o = {tm_file_bytes(f), l->file_size, json ? json_array() : NULL};
     if (!json)
-        printf("%s: the header as bytes, with a name against every field\n\n%10s  %-*s  %s\n",
-               arg, "offset", HEX_SHOWN * 3 + 3, "bytes", "field");
+        printf("%s: the header as bytes, with a name against every field\n\n%10s  %-*s  %s\n", arg,
+               "offset", HEX_SHOWN * 3 + 3, "bytes", "field");
     if (l->format == TM_FORMAT_GGUF)
         gguf_fields(&o, f, all);
     else
@@ -148,7 +154,8 @@ static int run(int argc, char **argv)
     if (json)
         rc = cli_json_emit(o.json);
     else
-        rc = cli_finish_output((printf("%10" PRIu64 "  bytes in the file\n", l->file_size), CLI_OK));
+        rc =
+            cli_finish_output((printf("%10" PRIu64 "  bytes in the file\n", l->file_size), CLI_OK));
     tm_close(f);
     return rc;
 }

@@ -30,19 +30,19 @@ typedef struct type_sum {
 
 /* A place where the offsets and the sizes disagree. */
 typedef struct finding {
-    const char *what;       /* "gap", "overlap", "misaligned", "outside" */
-    uint64_t prev, next;    /* tensor indices (prev = UINT64_MAX: the start of the data) */
-    uint64_t expected, at;  /* where next should start, where it does (from the data start) */
+    const char *what;      /* "gap", "overlap", "misaligned", "outside" */
+    uint64_t prev, next;   /* tensor indices (prev = UINT64_MAX: the start of the data) */
+    uint64_t expected, at; /* where next should start, where it does (from the data start) */
 } finding;
 
 typedef struct account {
     type_sum types[64];
     size_t n_types;
     uint64_t tensor_bytes, weights;
-    uint64_t align_padding;   /* padding the alignment asks for, between and after tensors */
-    uint64_t gap_bytes;       /* bytes between tensors beyond that padding */
-    uint64_t after_bytes;     /* bytes after the last tensor and its padding */
-    uint64_t contiguous;      /* tensors that start where the one before them ended */
+    uint64_t align_padding; /* padding the alignment asks for, between and after tensors */
+    uint64_t gap_bytes;     /* bytes between tensors beyond that padding */
+    uint64_t after_bytes;   /* bytes after the last tensor and its padding */
+    uint64_t contiguous;    /* tensors that start where the one before them ended */
     finding *findings;
     size_t n_findings;
     bool ok;
@@ -91,21 +91,25 @@ static bool add_up(const tm_file *f, account *a)
         if (k > 0 && !cli_align_up(prev_end, align, &expected))
             expected = UINT64_MAX;
         if (t->offset % align != 0)
-            a->findings[a->n_findings++] = (finding){"misaligned", prev, order[k], expected, t->offset};
+            a->findings[a->n_findings++] =
+                (finding){"misaligned", prev, order[k], expected, t->offset};
         if (t->offset > l->data_size || t->n_bytes > l->data_size - t->offset)
-            a->findings[a->n_findings++] = (finding){"outside", prev, order[k], expected, t->offset};
+            a->findings[a->n_findings++] =
+                (finding){"outside", prev, order[k], expected, t->offset};
         if (t->offset == expected) {
             a->contiguous++;
             a->align_padding += expected - prev_end;
         } else if (t->offset < prev_end) {
-            a->findings[a->n_findings++] = (finding){"overlap", prev, order[k], expected, t->offset};
+            a->findings[a->n_findings++] =
+                (finding){"overlap", prev, order[k], expected, t->offset};
         } else {
             /* between prev_end and expected is padding; anything past expected is a gap */
             uint64_t pad = t->offset < expected ? t->offset - prev_end : expected - prev_end;
             a->align_padding += pad;
             a->gap_bytes += t->offset - prev_end - pad;
             if (t->offset > expected)
-                a->findings[a->n_findings++] = (finding){"gap", prev, order[k], expected, t->offset};
+                a->findings[a->n_findings++] =
+                    (finding){"gap", prev, order[k], expected, t->offset};
         }
         uint64_t end = t->offset + t->n_bytes;
         if (end > prev_end || k == 0) {
@@ -197,9 +201,8 @@ static void print_text(const char *arg, const tm_file *f, const account *a)
     else
         printf("  %-34s -%" PRIu64 "\n\n", "left over", sum - l->file_size);
 
-    printf("%" PRIu64 " tensors start where the one before them ended%s, and %" PRIu64
-           " do not\n", a->contiguous, gguf ? " (rounded up to the alignment)" : "",
-           n - a->contiguous);
+    printf("%" PRIu64 " tensors start where the one before them ended%s, and %" PRIu64 " do not\n",
+           a->contiguous, gguf ? " (rounded up to the alignment)" : "", n - a->contiguous);
     for (size_t i = 0; i < a->n_findings; i++) {
         const finding *fd = &a->findings[i];
         char p[256], q[256];
@@ -207,16 +210,16 @@ static void print_text(const char *arg, const tm_file *f, const account *a)
         name_of(f, fd->next, q, sizeof q);
         if (strcmp(fd->what, "gap") == 0)
             printf("  gap of %" PRIu64 " bytes between %s and %s: it starts at %" PRIu64
-                   " and would start at %" PRIu64 "\n", fd->at - fd->expected, p, q, fd->at,
-                   fd->expected);
+                   " and would start at %" PRIu64 "\n",
+                   fd->at - fd->expected, p, q, fd->at, fd->expected);
         else if (strcmp(fd->what, "overlap") == 0)
             printf("  overlap: %s starts at %" PRIu64 ", inside %s\n", q, fd->at, p);
         else if (strcmp(fd->what, "misaligned") == 0)
             printf("  misaligned: %s starts at %" PRIu64 ", not a multiple of %" PRIu32 "\n", q,
                    fd->at, l->alignment);
         else
-            printf("  outside the file: %s at %" PRIu64 " runs past the data's %" PRIu64
-                   " bytes\n", q, fd->at, l->data_size);
+            printf("  outside the file: %s at %" PRIu64 " runs past the data's %" PRIu64 " bytes\n",
+                   q, fd->at, l->data_size);
     }
     printf("\nchecks\n");
     printf("  %-34s %" PRIu64 "\n", "bytes between tensors (gaps)", a->gap_bytes);
@@ -249,9 +252,9 @@ static json_t *to_json(const tm_file *f, const account *a)
                                                cli_json_u64(a->types[i].bytes)));
     for (size_t i = 0; i < a->n_findings; i++) {
         const finding *fd = &a->findings[i];
-        json_t *o = json_pack("{s:s, s:o, s:o, s:o}", "kind", fd->what, "tensor",
-                              cli_json_u64(fd->next), "offset", cli_json_u64(fd->at),
-                              "expected", cli_json_u64(fd->expected));
+        json_t *o =
+            json_pack("{s:s, s:o, s:o, s:o}", "kind", fd->what, "tensor", cli_json_u64(fd->next),
+                      "offset", cli_json_u64(fd->at), "expected", cli_json_u64(fd->expected));
         json_object_set_new(o, "name", cli_json_str(tm_tensor_at(f, fd->next)->name));
         json_object_set_new(o, "previous",
                             fd->prev == UINT64_MAX ? json_null() : cli_json_u64(fd->prev));
@@ -263,14 +266,13 @@ static json_t *to_json(const tm_file *f, const account *a)
         "consistent", a->ok, "format", l->format == TM_FORMAT_GGUF ? "gguf" : "safetensors",
         "head_bytes", cli_json_u64(l->head_end), "metadata_bytes",
         cli_json_u64(l->kv_end - l->head_end), "info_bytes", cli_json_u64(l->infos_end - l->kv_end),
-        "padding", cli_json_u64(l->padding), "data_start", cli_json_u64(l->data_start),
-        "alignment", (json_int_t)l->alignment, "alignment_declared", l->alignment_declared,
-        "n_tensors", cli_json_u64(tm_n_tensors(f)), "tensor_bytes", cli_json_u64(a->tensor_bytes),
-        "weights", cli_json_u64(a->weights), "alignment_padding", cli_json_u64(a->align_padding),
-        "gap_bytes", cli_json_u64(a->gap_bytes), "after_bytes", cli_json_u64(a->after_bytes),
-        "file_size", cli_json_u64(l->file_size), "contiguous", cli_json_u64(a->contiguous),
-        "not_contiguous", cli_json_u64(tm_n_tensors(f) - a->contiguous), "types", types,
-        "findings", findings);
+        "padding", cli_json_u64(l->padding), "data_start", cli_json_u64(l->data_start), "alignment",
+        (json_int_t)l->alignment, "alignment_declared", l->alignment_declared, "n_tensors",
+        cli_json_u64(tm_n_tensors(f)), "tensor_bytes", cli_json_u64(a->tensor_bytes), "weights",
+        cli_json_u64(a->weights), "alignment_padding", cli_json_u64(a->align_padding), "gap_bytes",
+        cli_json_u64(a->gap_bytes), "after_bytes", cli_json_u64(a->after_bytes), "file_size",
+        cli_json_u64(l->file_size), "contiguous", cli_json_u64(a->contiguous), "not_contiguous",
+        cli_json_u64(tm_n_tensors(f) - a->contiguous), "types", types, "findings", findings);
 }
 
 /* Open without cli_open so that a refusal becomes this command's verdict, not just an error. */

@@ -38,9 +38,10 @@ typedef enum { FMT_NONE, FMT_RAW, FMT_NPY, FMT_LZ4 } format;
 
 static format format_named(const char *s)
 {
-    return strcmp(s, "raw") == 0 ? FMT_RAW : strcmp(s, "npy") == 0 ? FMT_NPY
-                                         : strcmp(s, "lz4") == 0   ? FMT_LZ4
-                                                                   : FMT_NONE;
+    return strcmp(s, "raw") == 0   ? FMT_RAW
+           : strcmp(s, "npy") == 0 ? FMT_NPY
+           : strcmp(s, "lz4") == 0 ? FMT_LZ4
+                                   : FMT_NONE;
 }
 
 static format format_of_path(const char *path)
@@ -101,7 +102,9 @@ static bool npy_header(sink *s, const uint64_t *shape, uint32_t n_dims)
     int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
     for (uint32_t d = 0; d < n_dims; d++)
         n += snprintf(dict + n, sizeof dict - (size_t)n, "%" PRIu64 "%s", shape[d],
-                      n_dims == 1 ? "," : d + 1 < n_dims ? ", " : "");
+                      n_dims == 1      ? ","
+                      : d + 1 < n_dims ? ", "
+                                       : "");
     n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
     size_t total = 10 + (size_t)n + 1, padded = (total + 63) / 64 * 64;
     unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
@@ -142,8 +145,7 @@ static int dump_tensor(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt,
     }
     size_t chunk = cli_chunk_elems(t);
     float *buf = malloc(chunk * sizeof *buf);
-    LZ4F_preferences_t prefs = {.frameInfo = {.contentSize = n * 4,
-                                              .blockSizeID = LZ4F_max4MB}};
+    LZ4F_preferences_t prefs = {.frameInfo = {.contentSize = n * 4, .blockSizeID = LZ4F_max4MB}};
     int rc = CLI_FAIL;
     if (!buf) {
         cli_errorf("out of memory");
@@ -181,8 +183,8 @@ done:
     return rc;
 }
 
-static int dump_to_path(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt,
-                        const char *path, bool whole)
+static int dump_to_path(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt, const char *path,
+                        bool whole)
 {
     if (strcmp(path, "-") == 0)
         return dump_tensor(t, r0, r1, fmt, stdout, "standard output", whole) == CLI_OK
@@ -236,8 +238,8 @@ static int dump_all(const tm_file *f, format fmt, const char *dir)
         done++;
     }
     /* as stats does: a type without a decoder is said, not a failure of the rest */
-    fprintf(stderr, "%s: %" PRIu64 " tensors dumped, %" PRIu64 " skipped (no decoder)\n", dir,
-            done, skipped);
+    fprintf(stderr, "%s: %" PRIu64 " tensors dumped, %" PRIu64 " skipped (no decoder)\n", dir, done,
+            skipped);
     return CLI_OK;
 }
 
@@ -257,12 +259,10 @@ static bool parse_rows(const char *s, uint64_t *a, uint64_t *b)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"format", required_argument, NULL, 'F'},
-                                         {"rows", required_argument, NULL, 'r'},
-                                         {"all", no_argument, NULL, 'a'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
+        {"rows", required_argument, NULL, 'r'},   {"all", no_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *out = NULL, *rows = NULL;
     format fmt = FMT_NONE;
     bool all = false;
@@ -287,8 +287,9 @@ static int run(int argc, char **argv)
         }
     }
     if (!out || argc - optind != (all ? 1 : 2) || (all && rows)) {
-        cli_errorf("dump: %s", !out ? "no -o OUT given" : all && rows ? "--rows is for one tensor"
-                                                                      : "FILE and one TENSOR (or --all)");
+        cli_errorf("dump: %s", !out          ? "no -o OUT given"
+                               : all && rows ? "--rows is for one tensor"
+                                             : "FILE and one TENSOR (or --all)");
         return cli_usage(&cmd_dump);
     }
     if (fmt == FMT_NONE)

@@ -52,9 +52,8 @@ static json_t *tensor_json(const tm_tensor *t)
 {
     const char *tn = tm_type_name(t->type);
     json_t *o = json_pack("{s:o, s:s, s:I, s:o, s:o, s:o}", "name", cli_json_str(t->name), "type",
-                          tn ? tn : "unknown", "type_id", (json_int_t)t->type, "ne",
-                          cli_json_ne(t), "offset", cli_json_u64(t->offset), "n_bytes",
-                          cli_json_u64(t->n_bytes));
+                          tn ? tn : "unknown", "type_id", (json_int_t)t->type, "ne", cli_json_ne(t),
+                          "offset", cli_json_u64(t->offset), "n_bytes", cli_json_u64(t->n_bytes));
     return o;
 }
 
@@ -67,7 +66,8 @@ static json_t *header_json(const tm_file *f, bool arrays, const char *arg)
         if (!kv) {
             tm_str k = tm_kv_at(f, i)->key;
             cli_errorf("%s: metadata entry %" PRIu64 " ('%.*s') cannot be written as JSON "
-                       "(an array of arrays?)", arg, i, (int)(k.len > 200 ? 200 : k.len), k.ptr);
+                       "(an array of arrays?)",
+                       arg, i, (int)(k.len > 200 ? 200 : k.len), k.ptr);
             json_decref(kvs);
             json_decref(tensors);
             return NULL;
@@ -81,13 +81,12 @@ static json_t *header_json(const tm_file *f, bool arrays, const char *arg)
                      "format", l->format == TM_FORMAT_GGUF ? "gguf" : "safetensors", "version",
                      (json_int_t)l->version, "alignment", (json_int_t)l->alignment,
                      "alignment_declared", l->alignment_declared, "n_kv", cli_json_u64(l->n_kv),
-                     "n_tensors", cli_json_u64(l->n_tensors), "head_end",
-                     cli_json_u64(l->head_end), "kv_end", cli_json_u64(l->kv_end), "infos_end",
-                     cli_json_u64(l->infos_end), "padding", cli_json_u64(l->padding),
-                     "data_start", cli_json_u64(l->data_start), "data_size",
-                     cli_json_u64(l->data_size), "tensors_end", cli_json_u64(l->tensors_end),
-                     "file_size", cli_json_u64(l->file_size), "arrays_kept", arrays, "kv", kvs,
-                     "tensors", tensors);
+                     "n_tensors", cli_json_u64(l->n_tensors), "head_end", cli_json_u64(l->head_end),
+                     "kv_end", cli_json_u64(l->kv_end), "infos_end", cli_json_u64(l->infos_end),
+                     "padding", cli_json_u64(l->padding), "data_start", cli_json_u64(l->data_start),
+                     "data_size", cli_json_u64(l->data_size), "tensors_end",
+                     cli_json_u64(l->tensors_end), "file_size", cli_json_u64(l->file_size),
+                     "arrays_kept", arrays, "kv", kvs, "tensors", tensors);
 }
 
 static int run(int argc, char **argv)

@@ -40,7 +40,8 @@ static enum likeness compare(const tm_file *f, const entry *e, size_t c0, size_t
         return DIFFERENT;
     bool types = true;
     for (size_t k = 0; k < c1 - c0; k++) {
-        const tm_tensor *x = tm_tensor_at(f, e[c0 + k].tensor), *y = tm_tensor_at(f, e[b0 + k].tensor);
+        const tm_tensor *x = tm_tensor_at(f, e[c0 + k].tensor),
+                        *y = tm_tensor_at(f, e[b0 + k].tensor);
         if (strcmp(e[c0 + k].rest, e[b0 + k].rest) != 0 || x->n_dims != y->n_dims ||
             memcmp(x->ne, y->ne, sizeof x->ne) != 0)
             return DIFFERENT;
@@ -62,8 +63,8 @@ static int report(const char *arg, const tm_file *f, entry *e, size_t n, uint64_
         if (n == 0)
             cli_errorf("%s: no tensor names a block (blk.N. or layers.N.)", arg);
         else
-            cli_errorf("%s: no block %" PRIu64 " (blocks run from %" PRIu64 " to %" PRIu64 ")",
-                       arg, want, e[0].block, e[n - 1].block);
+            cli_errorf("%s: no block %" PRIu64 " (blocks run from %" PRIu64 " to %" PRIu64 ")", arg,
+                       want, e[0].block, e[n - 1].block);
         return CLI_FAIL;
     }
     uint64_t counts[3] = {0, 0, 0}, bytes = 0;
@@ -86,10 +87,12 @@ static int report(const char *arg, const tm_file *f, entry *e, size_t n, uint64_
             const tm_tensor *t = tm_tensor_at(f, e[k].tensor);
             const char *tn = tm_type_name(t->type);
             json_array_append_new(
-                tensors, json_pack("{s:o, s:s, s:o, s:s, s:I, s:o, s:o}", "name", cli_json_str(t->name),
-                                   "short_name", e[k].rest, "ne", cli_json_ne(t), "type",
-                                   tn ? tn : "unknown", "type_id", (json_int_t)t->type, "offset",
-                                   cli_json_u64(t->offset), "bytes", cli_json_u64(t->n_bytes)));
+                tensors,
+                json_pack("{s:o, s:o, s:o, s:s, s:I, s:o, s:o}", "name", cli_json_str(t->name),
+                          "short_name", cli_json_str((tm_str){e[k].rest, strlen(e[k].rest)}), "ne",
+                          cli_json_ne(t), "type", tn ? tn : "unknown", "type_id",
+                          (json_int_t)t->type, "offset", cli_json_u64(t->offset), "bytes",
+                          cli_json_u64(t->n_bytes)));
             bytes += t->n_bytes;
         }
         return cli_json_emit(json_pack(
@@ -117,12 +120,14 @@ static int report(const char *arg, const tm_file *f, entry *e, size_t n, uint64_
     }
     printf("%zu tensors, %" PRIu64 " bytes\n\n", c1 - c0, bytes);
     printf("against the other %" PRIu64 " blocks\n", others);
-    printf("  %-36s %" PRIu64 "\n", "same names and shapes", counts[SAME_TYPES] + counts[OTHER_TYPES]);
+    printf("  %-36s %" PRIu64 "\n", "same names and shapes",
+           counts[SAME_TYPES] + counts[OTHER_TYPES]);
     printf("  %-36s %" PRIu64 "\n", "and the same element types too", counts[SAME_TYPES]);
     printf("  %-36s %" PRIu64 "\n", "same shapes, some type elsewhere", counts[OTHER_TYPES]);
     printf("  %-36s %" PRIu64, "other names or shapes", counts[DIFFERENT]);
     for (size_t k = 0; k < json_array_size(different) && k < 16; k++)
-        printf("%s%" JSON_INTEGER_FORMAT, k ? ", " : " (blocks ", json_integer_value(json_array_get(different, k)));
+        printf("%s%" JSON_INTEGER_FORMAT, k ? ", " : " (blocks ",
+               json_integer_value(json_array_get(different, k)));
     if (json_array_size(different) > 16)
         printf(", ...");
     printf("%s\n", json_array_size(different) ? ")" : "");

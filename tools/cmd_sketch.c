@@ -66,14 +66,14 @@ static bool write_sketch(const char *path, uint32_t align, sketch *s, tm_error *
     mark(s, 8, 16, "how many tensors, a u64");
     mark(s, 16, 24, "how many metadata entries, a u64");
     uint64_t at = tm_writer_header_bytes(w);
-#define ADD(call, what)                                                                           \
-    do {                                                                                          \
-        if ((call) != TM_OK) {                                                                    \
-            tm_writer_free(w);                                                                    \
-            return false;                                                                         \
-        }                                                                                         \
-        mark(s, at, tm_writer_header_bytes(w), what);                                             \
-        at = tm_writer_header_bytes(w);                                                           \
+#define ADD(call, what)                                                                            \
+    do {                                                                                           \
+        if ((call) != TM_OK) {                                                                     \
+            tm_writer_free(w);                                                                     \
+            return false;                                                                          \
+        }                                                                                          \
+        mark(s, at, tm_writer_header_bytes(w), what);                                              \
+        at = tm_writer_header_bytes(w);                                                            \
     } while (0)
     ADD(tm_writer_kv_str(w, "general.architecture", "counts", 6, err),
         "metadata: general.architecture (string)");
@@ -128,10 +128,9 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
     if (json) {
         json_t *fields = json_array(), *wrote = json_array(), *read = json_array();
         for (size_t i = 0; i < s->n; i++)
-            json_array_append_new(fields, json_pack("{s:o, s:o, s:s}", "at",
-                                                    cli_json_u64(s->fields[i].at), "bytes",
-                                                    cli_json_u64(s->fields[i].size), "field",
-                                                    s->fields[i].what));
+            json_array_append_new(
+                fields, json_pack("{s:o, s:o, s:s}", "at", cli_json_u64(s->fields[i].at), "bytes",
+                                  cli_json_u64(s->fields[i].size), "field", s->fields[i].what));
         for (int i = 0; i < N_VALUES; i++) {
             json_array_append_new(wrote, json_real(values[i]));
             uint32_t bits;
@@ -142,8 +141,8 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
                                 path, (json_int_t)align, "noalign", noalign, "fields", fields,
                                 "file_size", cli_json_u64(l->file_size), "infos_end",
                                 cli_json_u64(l->infos_end), "padding", cli_json_u64(l->padding),
-                                "data_start", cli_json_u64(l->data_start), "written", wrote,
-                                "read", read, "same", same));
+                                "data_start", cli_json_u64(l->data_start), "written", wrote, "read",
+                                read, "same", same));
     } else {
         printf("%s: a GGUF file written by this tool and read back by the library\n\n", path);
         printf("where every field went\n%8s %6s  %s\n", "at", "bytes", "field");
@@ -165,8 +164,9 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
         printf("  %.*s: %" PRIu64 " weights, %" PRIu64 " bytes, at offset %" PRIu64 "\n",
                (int)t->name.len, t->name.ptr, t->n_elements, t->n_bytes, t->offset);
         printf("  %" PRIu64 " + %" PRIu64 " + %" PRIu64 " = %" PRIu64 ", and the file is %" PRIu64
-               "\n\n", l->infos_end, l->padding, t->n_bytes,
-               l->infos_end + l->padding + t->n_bytes, l->file_size);
+               "\n\n",
+               l->infos_end, l->padding, t->n_bytes, l->infos_end + l->padding + t->n_bytes,
+               l->file_size);
         printf(noalign ? "the numbers, read at the end of the info records, ignoring the "
                          "declared alignment\n"
                        : "the numbers, read at the declared alignment\n");

@@ -22,7 +22,7 @@ static const char help[] =
 
 typedef struct row {
     const char *generic;
-    uint64_t first;       /* the first tensor of this name, in file order */
+    uint64_t first; /* the first tensor of this name, in file order */
     uint64_t count, bytes;
     bool shapes_differ;
     size_t n_types;
@@ -164,7 +164,8 @@ static void types_text(const row *r, char *buf, size_t size)
 
 static json_t *block_json(const block_sum *b)
 {
-    return json_pack("{s:o, s:o}", "block", cli_json_u64(b->block), "bytes", cli_json_u64(b->bytes));
+    return json_pack("{s:o, s:o}", "block", cli_json_u64(b->block), "bytes",
+                     cli_json_u64(b->bytes));
 }
 
 static json_t *to_json(const tm_file *f, const stack *s, tm_str arch)
@@ -174,14 +175,15 @@ static json_t *to_json(const tm_file *f, const stack *s, tm_str arch)
         const row *w = &s->rows[r];
         json_t *types = json_array();
         for (size_t k = 0; k < w->n_types; k++)
-            json_array_append_new(types, json_pack("{s:s, s:o}", "type",
-                                                   tm_type_name(w->types[k]) ? tm_type_name(w->types[k]) : "unknown",
-                                                   "count", cli_json_u64(w->type_counts[k])));
-        json_array_append_new(rows, json_pack("{s:o, s:s, s:o, s:b, s:o, s:o}", "count",
-                                              cli_json_u64(w->count), "name", w->generic, "ne",
-                                              cli_json_ne(tm_tensor_at(f, w->first)),
-                                              "shapes_differ", w->shapes_differ, "types", types,
-                                              "bytes", cli_json_u64(w->bytes)));
+            json_array_append_new(
+                types, json_pack("{s:s, s:o}", "type",
+                                 tm_type_name(w->types[k]) ? tm_type_name(w->types[k]) : "unknown",
+                                 "count", cli_json_u64(w->type_counts[k])));
+        json_array_append_new(
+            rows, json_pack("{s:o, s:o, s:o, s:b, s:o, s:o}", "count", cli_json_u64(w->count),
+                            "name", cli_json_str((tm_str){w->generic, strlen(w->generic)}), "ne",
+                            cli_json_ne(tm_tensor_at(f, w->first)), "shapes_differ",
+                            w->shapes_differ, "types", types, "bytes", cli_json_u64(w->bytes)));
     }
     json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "architecture",
                           arch.ptr ? cli_json_str(arch) : json_null(), "blocks",
@@ -223,8 +225,8 @@ static void print_text(const char *arg, const tm_file *f, const stack *s, tm_str
         types_text(w, types, sizeof types);
         char name[256];
         cli_name((tm_str){w->generic, strlen(w->generic)}, 200, name, sizeof name);
-        printf("%6" PRIu64 "  %-*s  %-22s %-24s %14" PRIu64 "\n", w->count, wname, name,
-               shape, types, w->bytes);
+        printf("%6" PRIu64 "  %-*s  %-22s %-24s %14" PRIu64 "\n", w->count, wname, name, shape,
+               types, w->bytes);
     }
     printf("\n%zu names, and %zu of them are the ones that repeat\n", s->n_rows, s->n_repeating);
     printf("  %-24s %16" PRIu64 " bytes\n", "in front of the stack", s->front);
@@ -234,10 +236,10 @@ static void print_text(const char *arg, const tm_file *f, const stack *s, tm_str
     printf("  %-24s %16" PRIu64 " bytes\n", "the three together", s->front + s->in + s->behind);
     if (s->n_blocks) {
         const block_sum *lo = &s->blocks[s->smallest], *hi = &s->blocks[s->largest];
-        printf("  %-24s %16" PRIu64 " bytes (block %" PRIu64 ")\n", "the smallest block",
-               lo->bytes, lo->block);
-        printf("  %-24s %16" PRIu64 " bytes (block %" PRIu64 ")\n", "the largest block",
-               hi->bytes, hi->block);
+        printf("  %-24s %16" PRIu64 " bytes (block %" PRIu64 ")\n", "the smallest block", lo->bytes,
+               lo->block);
+        printf("  %-24s %16" PRIu64 " bytes (block %" PRIu64 ")\n", "the largest block", hi->bytes,
+               hi->block);
     }
 }
 

@@ -70,7 +70,7 @@ static int pass_two(const float *v, size_t n, void *p)
 
 static void histogram_text(const summary *s, char *buf, size_t size)
 {
-    static const char *const levels[] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
+    static const char *const levels[] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
                                          "\u2585", "\u2586", "\u2587", "\u2588"};
     uint64_t top = 0;
     for (size_t b = 0; b < BINS; b++)
@@ -96,7 +96,10 @@ static bool summarise(const tm_tensor *t, float *buf, size_t chunk, summary *s, 
     return true;
 }
 
-static double std_of(const summary *s) { return s->finite ? sqrt(s->m2 / (double)s->finite) : 0; }
+static double std_of(const summary *s)
+{
+    return s->finite ? sqrt(s->m2 / (double)s->finite) : 0;
+}
 
 static json_t *summary_json(const tm_tensor *t, const summary *s, const tm_error *err, bool ok)
 {
@@ -114,13 +117,12 @@ static json_t *summary_json(const tm_tensor *t, const summary *s, const tm_error
     }
     for (size_t b = 0; b < BINS; b++)
         json_array_append_new(hist, cli_json_u64(s->hist[b]));
-    json_t *rest = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                                    "count", cli_json_u64(s->count), "first", first, "min",
-                                    s->finite ? json_real(s->min) : json_null(), "max",
-                                    s->finite ? json_real(s->max) : json_null(), "mean",
-                                    json_real(s->mean), "std", json_real(std_of(s)), "nan",
-                                    cli_json_u64(s->nan), "inf", cli_json_u64(s->inf), "finite",
-                                    cli_json_u64(s->finite), "histogram", hist);
+    json_t *rest = json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "count", cli_json_u64(s->count),
+        "first", first, "min", s->finite ? json_real(s->min) : json_null(), "max",
+        s->finite ? json_real(s->max) : json_null(), "mean", json_real(s->mean), "std",
+        json_real(std_of(s)), "nan", cli_json_u64(s->nan), "inf", cli_json_u64(s->inf), "finite",
+        cli_json_u64(s->finite), "histogram", hist);
     json_object_update(o, rest);
     json_decref(rest);
     return o;
@@ -138,8 +140,8 @@ static void print_one_line(const tm_tensor *t, const summary *s, const tm_error 
     }
     char hist[BINS * 4 + 1];
     histogram_text(s, hist, sizeof hist);
-    printf("%10" PRIu64 " %13.6g %13.6g %13.6g %13.6g %5" PRIu64 " %5" PRIu64 "  |%s|\n",
-           s->count, s->min, s->max, s->mean, std_of(s), s->nan, s->inf, hist);
+    printf("%10" PRIu64 " %13.6g %13.6g %13.6g %13.6g %5" PRIu64 " %5" PRIu64 "  |%s|\n", s->count,
+           s->min, s->max, s->mean, std_of(s), s->nan, s->inf, hist);
 }
 
 static void print_block(const tm_tensor *t, const summary *s, const tm_error *err, bool ok)
@@ -203,8 +205,8 @@ static int run(int argc, char **argv)
         return CLI_FAIL;
     }
     if (!json && !n_want)
-        printf("%-*s %-8s %10s %13s %13s %13s %13s %5s %5s  histogram, min to max\n", wname,
-               "name", "type", "values", "min", "max", "mean", "std", "nan", "inf");
+        printf("%-*s %-8s %10s %13s %13s %13s %13s %5s %5s  histogram, min to max\n", wname, "name",
+               "type", "values", "min", "max", "mean", "std", "nan", "inf");
     for (uint64_t i = 0; i < n; i++) {
         const tm_tensor *t = n_want ? tm_tensor_find(f, want[i]) : tm_tensor_at(f, i);
         summary s;

@@ -19,7 +19,7 @@ static const char help[] =
 /* llama.cpp's token types (llama_token_type). */
 static const char *type_name(int64_t t)
 {
-    static const char *const names[] = {"undefined", "normal", "unknown", "control",
+    static const char *const names[] = {"undefined",    "normal", "unknown", "control",
                                         "user_defined", "unused", "byte"};
     return t >= 0 && t < (int64_t)(sizeof names / sizeof names[0]) ? names[t] : "?";
 }
@@ -64,10 +64,11 @@ static int run(int argc, char **argv)
         tm_value tv = {0}, sv = {0};
         bool has_type = types && tm_kv_elem(types, id, &tv) == TM_OK;
         bool has_score = scores && tm_kv_elem(scores, id, &sv) == TM_OK;
-        int64_t type = !has_type ? -1 : tv.type == TM_V_I8 || tv.type == TM_V_I16 ||
-                                                 tv.type == TM_V_I32 || tv.type == TM_V_I64
-                                             ? tv.as.i
-                                             : (int64_t)tv.as.u;
+        int64_t type = !has_type ? -1
+                       : tv.type == TM_V_I8 || tv.type == TM_V_I16 || tv.type == TM_V_I32 ||
+                               tv.type == TM_V_I64
+                           ? tv.as.i
+                           : (int64_t)tv.as.u;
         if (json) {
             json_t *o = json_pack("{s:o, s:o}", "id", cli_json_u64(id), "token", cli_json_str(s));
             if (has_type)
@@ -85,9 +86,9 @@ static int run(int argc, char **argv)
         cli_print_str(stdout, s, UINT64_MAX);
         printf("\"\n");
     }
-    rc = json ? cli_json_emit(json_pack("{s:o, s:o}", "count", cli_json_u64(tokens->count),
-                                            "tokens", list))
-                  : cli_finish_output(CLI_OK);
+    rc = json ? cli_json_emit(
+                    json_pack("{s:o, s:o}", "count", cli_json_u64(tokens->count), "tokens", list))
+              : cli_finish_output(CLI_OK);
     tm_close(f);
     return rc;
 }

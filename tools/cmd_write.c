@@ -77,34 +77,55 @@ static bool float_of(const json_t *j, bool is_f32, double *d, uint64_t *bits, bo
 /* One fixed-size value of type t from JSON into out (native endianness, tm_vtype_size bytes). */
 static bool scalar_of(const ctx *c, tm_vtype t, const json_t *j, void *out)
 {
-    static const uint64_t umax[] = {[TM_V_U8] = UINT8_MAX, [TM_V_U16] = UINT16_MAX,
-                                    [TM_V_U32] = UINT32_MAX, [TM_V_U64] = UINT64_MAX};
-    static const int64_t imin[] = {[TM_V_I8] = INT8_MIN, [TM_V_I16] = INT16_MIN,
-                                   [TM_V_I32] = INT32_MIN, [TM_V_I64] = INT64_MIN};
-    static const int64_t imax[] = {[TM_V_I8] = INT8_MAX, [TM_V_I16] = INT16_MAX,
-                                   [TM_V_I32] = INT32_MAX, [TM_V_I64] = INT64_MAX};
+    static const uint64_t umax[] = {[TM_V_U8] = UINT8_MAX,
+                                    [TM_V_U16] = UINT16_MAX,
+                                    [TM_V_U32] = UINT32_MAX,
+                                    [TM_V_U64] = UINT64_MAX};
+    static const int64_t imin[] = {[TM_V_I8] = INT8_MIN,
+                                   [TM_V_I16] = INT16_MIN,
+                                   [TM_V_I32] = INT32_MIN,
+                                   [TM_V_I64] = INT64_MIN};
+    static const int64_t imax[] = {[TM_V_I8] = INT8_MAX,
+                                   [TM_V_I16] = INT16_MAX,
+                                   [TM_V_I32] = INT32_MAX,
+                                   [TM_V_I64] = INT64_MAX};
     uint64_t u, bits = 0;
     json_int_t i;
     double d = 0;
     bool raw;
     switch (t) {
-    case TM_V_U8: case TM_V_U16: case TM_V_U32: case TM_V_U64:
+    case TM_V_U8:
+    case TM_V_U16:
+    case TM_V_U32:
+    case TM_V_U64:
         if (!cli_json_get_u64(j, &u) || u > umax[t])
             return fail(c, "not a %s", tm_vtype_name(t));
-        if (t == TM_V_U8) *(uint8_t *)out = (uint8_t)u;
-        else if (t == TM_V_U16) *(uint16_t *)out = (uint16_t)u;
-        else if (t == TM_V_U32) *(uint32_t *)out = (uint32_t)u;
-        else *(uint64_t *)out = u;
+        if (t == TM_V_U8)
+            *(uint8_t *)out = (uint8_t)u;
+        else if (t == TM_V_U16)
+            *(uint16_t *)out = (uint16_t)u;
+        else if (t == TM_V_U32)
+            *(uint32_t *)out = (uint32_t)u;
+        else
+            *(uint64_t *)out = u;
         return true;
-    case TM_V_I8: case TM_V_I16: case TM_V_I32: case TM_V_I64:
+    case TM_V_I8:
+    case TM_V_I16:
+    case TM_V_I32:
+    case TM_V_I64:
         if (!json_is_integer(j) || (i = json_integer_value(j)) < imin[t] || i > imax[t])
             return fail(c, "not an %s", tm_vtype_name(t));
-        if (t == TM_V_I8) *(int8_t *)out = (int8_t)i;
-        else if (t == TM_V_I16) *(int16_t *)out = (int16_t)i;
-        else if (t == TM_V_I32) *(int32_t *)out = (int32_t)i;
-        else *(int64_t *)out = (int64_t)i;
+        if (t == TM_V_I8)
+            *(int8_t *)out = (int8_t)i;
+        else if (t == TM_V_I16)
+            *(int16_t *)out = (int16_t)i;
+        else if (t == TM_V_I32)
+            *(int32_t *)out = (int32_t)i;
+        else
+            *(int64_t *)out = (int64_t)i;
         return true;
-    case TM_V_F32: case TM_V_F64:
+    case TM_V_F32:
+    case TM_V_F64:
         if (!float_of(j, t == TM_V_F32, &d, &bits, &raw))
             return fail(c, "not an %s (a number, \"inf\", \"-inf\" or \"nan:0xBITS\")",
                         tm_vtype_name(t));
@@ -121,7 +142,8 @@ static bool scalar_of(const ctx *c, tm_vtype t, const json_t *j, void *out)
             return fail(c, "not a bool (true or false)");
         *(uint8_t *)out = json_is_true(j);
         return true;
-    case TM_V_STRING: case TM_V_ARRAY:
+    case TM_V_STRING:
+    case TM_V_ARRAY:
     default:
         return fail(c, "not a fixed-size type");
     }
@@ -134,8 +156,10 @@ static bool string_array(tm_writer *w, const ctx *c, const char *key, const json
     uint64_t bytes = 0;
     if (!values && (!cli_json_get_u64(json_object_get(kv, "bytes"), &bytes) || bytes / 8 < count ||
                     bytes > MAX_PLACEHOLDER_BYTES))
-        return fail(c, "a string array without values needs \"bytes\" (at least 8 per string, at "
-                       "most %llu)", MAX_PLACEHOLDER_BYTES);
+        return fail(c,
+                    "a string array without values needs \"bytes\" (at least 8 per string, at "
+                    "most %llu)",
+                    MAX_PLACEHOLDER_BYTES);
     if (values && (!json_is_array(values) || json_array_size(values) != count))
         return fail(c, "\"values\" is not an array of %" PRIu64 " strings", count);
     if (!values && count > MAX_PLACEHOLDER_BYTES / 8)
@@ -169,8 +193,8 @@ static bool string_array(tm_writer *w, const ctx *c, const char *key, const json
     return ok;
 }
 
-static bool fixed_array(tm_writer *w, const ctx *c, const char *key, const json_t *kv,
-                        tm_vtype et, uint64_t count, tm_error *err)
+static bool fixed_array(tm_writer *w, const ctx *c, const char *key, const json_t *kv, tm_vtype et,
+                        uint64_t count, tm_error *err)
 {
     const json_t *values = json_object_get(kv, "values");
     uint32_t size = tm_vtype_size(et);
@@ -243,11 +267,15 @@ static bool add_tensor(tm_writer *w, ctx *c, const json_t *t, size_t i, tm_error
     uint64_t dims[4] = {1, 1, 1, 1}, offset = 0, type = 0;
     size_t n_dims = json_array_size(ne);
     bool ok = strlen(name) == len || fail(c, "a name with a NUL byte cannot be written");
-    ok = ok && (cli_json_get_u64(json_object_get(t, "type_id"), &type) || fail(c, "no \"type_id\""));
-    ok = ok && (cli_json_get_u64(json_object_get(t, "offset"), &offset) || fail(c, "no \"offset\""));
-    ok = ok && ((json_is_array(ne) && n_dims >= 1 && n_dims <= 4) || fail(c, "\"ne\" is not 1 to 4 numbers"));
+    ok =
+        ok && (cli_json_get_u64(json_object_get(t, "type_id"), &type) || fail(c, "no \"type_id\""));
+    ok =
+        ok && (cli_json_get_u64(json_object_get(t, "offset"), &offset) || fail(c, "no \"offset\""));
+    ok = ok && ((json_is_array(ne) && n_dims >= 1 && n_dims <= 4) ||
+                fail(c, "\"ne\" is not 1 to 4 numbers"));
     for (size_t d = 0; ok && d < n_dims; d++)
-        ok = cli_json_get_u64(json_array_get(ne, d), &dims[d]) || fail(c, "ne[%zu] is not a number", d);
+        ok = cli_json_get_u64(json_array_get(ne, d), &dims[d]) ||
+             fail(c, "ne[%zu] is not a number", d);
     ok = ok && (type <= UINT32_MAX || fail(c, "type_id %" PRIu64 " is out of range", type));
     if (ok)
         ok = tm_writer_tensor_at(w, name, (tm_type)type, (uint32_t)n_dims, dims, offset, NULL,
