@@ -76,7 +76,8 @@ static bool add_up(const tm_file *f, account *a)
     const tm_layout *l = tm_file_layout(f);
     uint64_t n = tm_n_tensors(f), align = l->alignment ? l->alignment : 1;
     uint64_t *order = cli_offset_order(f);
-    a->findings = calloc((size_t)n * 2 + 1, sizeof *a->findings);
+    /* at most three findings a tensor: misaligned, outside, and a gap or an overlap */
+    a->findings = calloc((size_t)n * 3 + 1, sizeof *a->findings);
     if (!order || !a->findings) {
         free(order);
         return false;
