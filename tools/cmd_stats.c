@@ -17,6 +17,7 @@ static const char help[] =
     "finite values, accumulated in double), how many are NaN or infinite, and a histogram of\n"
     "the finite values from min to max in 24 bins drawn with block characters. With no TENSOR,\n"
     "every tensor on one line each; a tensor whose type has no decoder says so on its line.\n"
+    "`floats` is another name for this command.\n"
     "\n"
     "  --json    the same as a JSON array (histogram bins as counts)\n";
 
@@ -226,7 +227,7 @@ static int run(int argc, char **argv)
 
 const cli_command cmd_stats = {
     .name = "stats",
-    .alias = NULL,
+    .alias = "floats", /* the seed chapter's name for it */
     .summary = "decode tensors and summarise them: min, max, mean, std, NaN/inf, histogram",
     .help = help,
     .run = run,
