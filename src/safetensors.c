@@ -258,8 +258,18 @@ static tm_status append_tensors(tm_file *f, const st_entry *e, size_t n, tm_erro
     return TM_OK;
 }
 
-/* Append a metadata entry, unless seen (the keys so far, across shards) already holds the key:
- * shards repeat their __metadata__ ({"format": "pt"} in each), and the first one is kept. */
+/* Room in f->kvs for n more entries (once per metadata object, not once per entry). */
+static tm_status reserve_kvs(tm_file *f, size_t n, tm_error *err)
+{
+    tm_kv *kv = realloc(f->kvs, (size_t)(f->layout.n_kv + n) * sizeof *kv + 1);
+    if (!kv)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %zu metadata entries", n);
+    f->kvs = kv;
+    return TM_OK;
+}
+
+/* Append a metadata entry (room reserved), unless seen (the keys so far, across shards) already
+ * holds the key: shards repeat their __metadata__ ({"format": "pt"} in each); the first stays. */
 static tm_status append_kv(tm_file *f, json_t *seen, const char *key, size_t key_len,
                            tm_vtype type, const void *data, uint64_t n_bytes, uint64_t offset,
                            tm_error *err)
@@ -270,12 +280,8 @@ static tm_status append_kv(tm_file *f, json_t *seen, const char *key, size_t key
         if (json_object_setn_new_nocheck(seen, key, key_len, json_null()) != 0)
             return no_memory(err);
     }
-    tm_kv *kv = realloc(f->kvs, (size_t)(f->layout.n_kv + 1) * sizeof *kv);
-    if (!kv)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for metadata");
-    f->kvs = kv;
-    kv[f->layout.n_kv++] = (tm_kv){.key = {key, key_len}, .type = type, .count = 1,
-                                   .data = data, .data_bytes = n_bytes, .offset = offset};
+    f->kvs[f->layout.n_kv++] = (tm_kv){.key = {key, key_len}, .type = type, .count = 1,
+                                       .data = data, .data_bytes = n_bytes, .offset = offset};
     return TM_OK;
 }
 
@@ -289,6 +295,9 @@ static tm_status read_metadata(tm_file *f, const st_ctx *c, json_t *meta, size_t
     if (!json_is_object(meta))
         return entry_fail(err, TM_BAD_VALUE, c, index, count, name, sizeof name - 1,
                           "__metadata__ is not an object of strings");
+    tm_status s = reserve_kvs(f, json_object_size(meta), err);
+    if (s != TM_OK)
+        return s;
     const char *key;
     json_t *v;
     json_object_foreach(meta, key, v) {
@@ -299,8 +308,8 @@ static tm_status read_metadata(tm_file *f, const st_ctx *c, json_t *meta, size_t
             return entry_fail(err, TM_BAD_VALUE, c, index, count, name, sizeof name - 1,
                               "the value of %s is not a string (the format allows only strings)", q);
         }
-        tm_status s = append_kv(f, seen, key, key_len, TM_V_STRING, json_string_value(v),
-                                json_string_length(v), 8, err);
+        s = append_kv(f, seen, key, key_len, TM_V_STRING, json_string_value(v),
+                      json_string_length(v), 8, err);
         if (s != TM_OK)
             return s;
     }
@@ -457,7 +466,9 @@ static tm_status read_index_metadata(tm_file *f, const char *what, json_t *meta,
     st_owned *o = st_owned_get(f);
     if (!o || !(o->numbers = malloc(json_object_size(meta) * sizeof *o->numbers + 1)))
         return no_memory(err);
-    tm_status s = TM_OK;
+    tm_status s = reserve_kvs(f, json_object_size(meta), err);
+    if (s != TM_OK)
+        return s;
     size_t n_numbers = 0;
     const char *key;
     json_t *v;
