@@ -225,8 +225,8 @@ Test(cli, bytes_names_every_field)
 
 Test(cli, every_command_has_help_and_usage)
 {
-    static const char *const cmds[] = {"stack", "layer",  "check",  "account", "bytes", "stats",
-                                       "dump",  "tokens", "header", "write",   "sketch"};
+    static const char *const cmds[] = {"stack", "layer",  "check", "account", "bytes", "stats",
+                                       "floats", "dump", "tokens", "header", "write", "sketch"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         tool_result r = tool_run("help", cmds[i], NULL);
         cr_assert_eq(r.status, 0, "help %s", cmds[i]);
