@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,4 +528,46 @@ Test(cli_core, safetensors_info_and_tensors)
                  "ne is the shape reversed: row length first");
     cr_assert_eq(json_u64(t, "n_bytes"), 24);
     json_decref(a);
+}
+
+/* ---- the demo model the README's first command shows ---------------------------------------- */
+
+/* build/demo.gguf sits beside the tool. It must hold the six promised types, ffn_down mixed
+ * across blocks as q4_K_M mixes it (blocks 0, 3, 6 and 7 of 8 get q6_K), and quantized blocks
+ * whose scales decode to weight-sized finite values. */
+Test(cli_core, demo_model_is_what_the_readme_promises)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s", getenv("TM_TOOL"));
+    char *slash = strrchr(path, '/');
+    cr_assert_not_null(slash);
+    snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "demo.gguf");
+    tm_file *f = NULL;
+    tm_error err = {0};
+    cr_assert_eq(tm_open(path, 0, &f, &err), TM_OK, "%s: %s", path, err.message);
+    const tm_type want[] = {TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_Q8_0,
+                            TM_TYPE_Q5_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K};
+    bool seen[6] = {false};
+    for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
+        const tm_tensor *t = tm_tensor_at(f, i);
+        for (size_t k = 0; k < 6; k++)
+            seen[k] |= t->type == want[k];
+        float *v = malloc((size_t)t->n_elements * sizeof *v);
+        cr_assert_eq(tm_dequant_tensor(t, v, 1, &err), TM_OK, "%s", err.message);
+        for (uint64_t e = 0; e < t->n_elements; e++)
+            cr_assert(isfinite(v[e]) && fabsf(v[e]) < 2.0f, "%.*s[%llu] = %g", (int)t->name.len,
+                      t->name.ptr, (unsigned long long)e, v[e]);
+        free(v);
+    }
+    for (size_t k = 0; k < 6; k++)
+        cr_assert(seen[k], "no %s tensor", tm_type_name(want[k]));
+    for (int b = 0; b < 8; b++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%d.ffn_down.weight", b);
+        const tm_tensor *t = tm_tensor_find(f, name);
+        cr_assert_not_null(t, "%s", name);
+        const bool more = b == 0 || b == 3 || b == 6 || b == 7;
+        cr_assert_eq(t->type, more ? TM_TYPE_Q6_K : TM_TYPE_Q4_K, "%s", name);
+    }
+    tm_close(f);
 }
