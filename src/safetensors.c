@@ -374,12 +374,13 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %zu header entries", count);
     const char *name;
     json_t *v;
-    size_t index = 0;
+    size_t index = 0, n_meta = 0;
     json_object_foreach(root, name, v) {
         size_t len = strlen(name);
-        if (strcmp(name, "__metadata__") == 0)
+        if (strcmp(name, "__metadata__") == 0) {
             s = read_metadata(f, &c, v, index, count, seen, err);
-        else
+            n_meta = json_object_size(v);
+        } else
             s = read_entry(&c, name, len, v, index, count, &entries[n_tensors++], err);
         if (s != TM_OK)
             goto out;
@@ -393,8 +394,9 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
         st_entry *e = &entries[i];
         if (e->begin != at) {
             s = entry_fail(err, TM_LAYOUT, &c, e->index, count, e->t.name.ptr, e->t.name.len,
-                           "data_offsets begin at %llu but the previous tensor ends at %llu "
-                           "(data must be contiguous: %s)", (unsigned long long)e->begin,
+                           "data_offsets begin at %llu but %s at %llu (data must be "
+                           "contiguous: %s)", (unsigned long long)e->begin,
+                           i ? "the tensor before it in the data ends" : "the data section starts",
                            (unsigned long long)at, e->begin > at ? "a gap" : "an overlap");
             goto out;
         }
@@ -419,7 +421,7 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
         goto out;
     }
     s = append_tensors(f, entries, n_tensors, err);
-    *lay = (tm_layout){.format = TM_FORMAT_SAFETENSORS, .n_kv = 0, .n_tensors = n_tensors,
+    *lay = (tm_layout){.format = TM_FORMAT_SAFETENSORS, .n_kv = n_meta, .n_tensors = n_tensors,
                        .alignment = 1, .head_end = 8, .kv_end = data_start,
                        .infos_end = data_start, .data_start = data_start, .data_size = data_size,
                        .tensors_end = at, .file_size = m->size, .n_shards = 1};
@@ -738,11 +740,9 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
 
     tm_layout lay;
     s = parse_image(f, 0, "", NULL, &lay, err);
-    if (s != TM_OK)
-        return s;
-    lay.n_kv = f->layout.n_kv;
-    f->layout = lay;
-    return TM_OK;
+    if (s == TM_OK)
+        f->layout = lay;
+    return s;
 }
 
 const tm_layout *tm_shard_layout(const tm_file *file, uint32_t shard)

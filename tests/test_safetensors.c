@@ -676,3 +676,38 @@ Test(safetensors_shards, index_not_valid)
                   bad[i].says, err.message);
     }
 }
+
+Test(safetensors_shards, shard_layouts, .init = make_dir, .fini = remove_dir)
+{
+    write_checkpoint(GOOD_MAP);
+    char p[128];
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+    tm_file *f = NULL;
+    tm_error err = {0};
+    cr_assert_eq(tm_open(p, 0, &f, &err), TM_OK, "%s", err.message);
+    uint64_t header_bytes = 0, file_bytes = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        const tm_layout *l = tm_shard_layout(f, i);
+        const uint8_t *bytes = tm_file_bytes(f);
+        FILE *fp = fopen(tm_shard_path(f, i), "rb");
+        cr_assert_not_null(fp);
+        uint8_t len8[8];
+        cr_assert_eq(fread(len8, 1, 8, fp), 8);
+        fseek(fp, 0, SEEK_END);
+        uint64_t size = (uint64_t)ftell(fp), n = 0;
+        fclose(fp);
+        for (int k = 7; k >= 0; k--)
+            n = n << 8 | len8[k];
+        cr_expect_eq(l->data_start, 8 + n, "shard %u", i);
+        cr_expect_eq(l->file_size, size);
+        cr_expect_eq(l->n_tensors, i == 0 ? 2 : 1);
+        cr_expect_eq(l->n_kv, 1, "each shard's own __metadata__");
+        if (i == 0)
+            cr_expect_eq(memcmp(bytes, len8, 8), 0, "tm_file_bytes is shard 0");
+        header_bytes += 8 + n;
+        file_bytes += size;
+    }
+    cr_expect_eq(tm_file_layout(f)->data_start, header_bytes);
+    cr_expect_eq(tm_file_layout(f)->file_size, file_bytes);
+    tm_close(f);
+}
