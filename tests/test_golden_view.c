@@ -132,7 +132,7 @@ static void check_tensor(const tm_file *f, const tm_tensor *t, char **field, int
                  tm_file_bytes(f) + tm_file_layout(f)->data_start + t->offset);
 }
 
-static void check_view(const char *stem)
+static void check_view(const char *stem, unsigned flags)
 {
     const char *corpus = getenv("TM_CORPUS");
     cr_assert_not_null(corpus, "TM_CORPUS is not set (make test sets it)");
@@ -140,7 +140,7 @@ static void check_view(const char *stem)
     snprintf(path, sizeof path, "%s/golden/%s.gguf", corpus, stem);
     tm_file *f = NULL;
     tm_error err;
-    cr_assert_eq(tm_open(path, TM_OPEN_DEFAULT, &f, &err), TM_OK, "%s: %s", path, err.message);
+    cr_assert_eq(tm_open(path, flags, &f, &err), TM_OK, "%s: %s", path, err.message);
     const tm_layout *L = tm_file_layout(f);
 
     snprintf(path, sizeof path, "%s/golden/%s.view.tsv", corpus, stem);
@@ -185,5 +185,8 @@ static void check_view(const char *stem)
     tm_close(f);
 }
 
-Test(golden_view, golden_a) { check_view("golden-a"); }
-Test(golden_view, golden_b) { check_view("golden-b"); }
+Test(golden_view, golden_a) { check_view("golden-a", TM_OPEN_DEFAULT); }
+Test(golden_view, golden_b) { check_view("golden-b", TM_OPEN_DEFAULT); }
+/* the same view from the pread copy */
+Test(golden_view, golden_a_no_mmap) { check_view("golden-a", TM_OPEN_NO_MMAP); }
+Test(golden_view, golden_b_no_mmap) { check_view("golden-b", TM_OPEN_NO_MMAP); }
