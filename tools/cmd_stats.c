@@ -16,7 +16,8 @@ static const char help[] =
     "number of values, the first 8, min, max, mean and standard deviation (population, over the\n"
     "finite values, accumulated in double), how many are NaN or infinite, and a histogram of\n"
     "the finite values from min to max in 24 bins drawn with block characters. With no TENSOR,\n"
-    "every tensor on one line each; a tensor whose type has no decoder says so on its line.\n"
+    "every tensor on one line each (the first values left to --json); a tensor whose type\n"
+    "has no decoder says so on its line.\n"
     "`floats` is another name for this command.\n"
     "\n"
     "  --json    the same as a JSON array (histogram bins as counts)\n";
