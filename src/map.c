@@ -84,6 +84,8 @@ tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *e
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
 
     const bool is_stdin = strcmp(path, "-") == 0;
+    if (is_stdin)
+        flags |= TM_OPEN_NO_MMAP; /* even when it is a regular file: the header promises a copy */
     int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         tm_status st = io_fail(err, "cannot open", errno);
