@@ -294,6 +294,10 @@ Test(compare, one_changed_value_is_found, .init = setup, .fini = teardown)
         seen++;
         cr_expect_str_eq(json_string_value(json_object_get(p, "b")), "blk.1.attn_k.weight");
         cr_expect_eq(json_integer_value(json_object_get(p, "n_differing")), 1);
+        /* element 13 of the converted [4, 8] is row 1, column 5; the converter took row 1 of a
+         * 4-row head from source row 2 (it stores source rows 0 2 1 3): source element 21 */
+        cr_expect_eq(json_integer_value(json_object_get(p, "first_differing_b")), 13);
+        cr_expect_eq(json_integer_value(json_object_get(p, "first_differing_a")), 21);
         cr_expect(json_real_value(json_object_get(p, "max_abs")) > 0);
     }
     cr_expect_eq(seen, 1);
@@ -306,6 +310,7 @@ Test(compare, one_changed_value_is_found, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "DIFFERS  model.layers.1.self_attn.k_proj.weight = blk.1.attn_k.weight"),
               "%s", out);
     cr_expect(strstr(out, "1 of 32 values differ"), "%s", out);
+    cr_expect(strstr(out, "first at A[2, 5] = B[1, 5]"), "%s", out);
     cr_expect(strstr(out, "MISMATCH"), "%s", out);
 }
 

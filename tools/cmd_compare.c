@@ -120,17 +120,21 @@ static const char *const status_names[] = {"exact", "within", "differs", "shape"
 
 typedef struct stats {
     uint64_t n, not_equal, differing;
+    uint64_t first;           /* the first value that differs, in the converted order */
+    uint64_t first_a, first_b; /* ... as an element of A and of B */
     double max_abs, max_rel, sum_sq, ref_min, ref_max;
     char why[TM_ERROR_MESSAGE_MAX + 64];
 } stats;
 
-static void tally(stats *s, float ref, float other, double tol)
+/* One value; at is its position, kept when it is the first to differ. */
+static void tally(stats *s, float ref, float other, double tol, uint64_t at)
 {
     s->n++;
     if (isnan(ref) || isnan(other)) {
         if (!(isnan(ref) && isnan(other))) {
+            if (!s->differing++)
+                s->first = at;
             s->not_equal++;
-            s->differing++;
             s->max_abs = INFINITY;
         }
         return;
@@ -139,8 +143,8 @@ static void tally(stats *s, float ref, float other, double tol)
         return;
     double d = fabs((double)ref - (double)other);
     s->not_equal++;
-    if (!(d <= tol))
-        s->differing++;
+    if (!(d <= tol) && !s->differing++)
+        s->first = at;
     if (d > s->max_abs)
         s->max_abs = d;
     if (ref != 0 && d / fabs((double)ref) > s->max_rel)
@@ -150,11 +154,12 @@ static void tally(stats *s, float ref, float other, double tol)
 
 /* One chunk of A's values (ref) against B's. A faithful conversion is bit-identical nearly
  * everywhere, so identical chunks are only counted; the rest goes value by value. */
-static void tally_chunk(stats *s, const float *ref, const float *other, uint64_t len, double tol)
+static void tally_chunk(stats *s, const float *ref, const float *other, uint64_t len,
+                        uint64_t base, double tol)
 {
     if (memcmp(ref, other, (size_t)len * sizeof *ref) != 0) {
         for (uint64_t k = 0; k < len; k++)
-            tally(s, ref[k], other[k], tol);
+            tally(s, ref[k], other[k], tol, base + k);
         return;
     }
     s->n += len;
@@ -184,7 +189,8 @@ static enum status compare_bytes(const pair *p, stats *s)
     const uint8_t *x = p->a->data, *y = p->b->data;
     for (uint64_t i = 0; i < p->a->n_elements; i++, s->n++)
         if (memcmp(x + i * size, y + i * size, size) != 0)
-            s->not_equal++, s->differing++;
+            if (s->not_equal++, !s->differing++)
+                s->first = s->first_a = s->first_b = i;
     return s->differing ? ST_DIFFERS : ST_EXACT;
 }
 
@@ -295,12 +301,15 @@ static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
             else
                 va = bf->p;
         }
-        tally_chunk(s, va, vb, len, tol);
+        tally_chunk(s, va, vb, len, e0, tol);
         va = bf->a;
         vb = bf->b;
     }
     if (s->max_abs > 0 && !ref_range(a, bf->a, step, s))
         return ST_ERROR;
+    uint64_t src = p->n_head ? source_unit(s->first / unit, hd) * unit + s->first % unit : s->first;
+    s->first_a = p->n_head && !p->gguf_is_a ? src : s->first;
+    s->first_b = p->n_head && p->gguf_is_a ? src : s->first;
     return s->differing ? ST_DIFFERS : s->not_equal ? ST_WITHIN : ST_EXACT;
 }
 
@@ -384,6 +393,21 @@ static double range_share(const stats *s)
     return range > 0 ? s->max_abs / range : s->max_abs > 0 ? INFINITY : 0;
 }
 
+/* Element i of t as the file's own index: [row, column] of ne reversed (PyTorch order). */
+static void print_position(const tm_tensor *t, uint64_t i)
+{
+    uint64_t shape[4], idx[4];
+    uint32_t n = tm_tensor_shape(t, shape);
+    for (uint32_t d = n; d-- > 0;) {
+        idx[d] = shape[d] ? i % shape[d] : 0;
+        i = shape[d] ? i / shape[d] : 0;
+    }
+    putchar('[');
+    for (uint32_t d = 0; d < n; d++)
+        printf("%s%" PRIu64, d ? ", " : "", idx[d]);
+    putchar(']');
+}
+
 static void print_pair(const pair *p, enum status st, const stats *s)
 {
     char shape[96];
@@ -403,6 +427,12 @@ static void print_pair(const pair *p, enum status st, const stats *s)
         printf(": %" PRIu64 " of %" PRIu64 " values differ%s, max abs %.6g, max rel %.6g",
                s->not_equal, s->n, st == ST_WITHIN ? " (within tolerance)" : "", s->max_abs,
                s->max_rel);
+    if (st == ST_DIFFERS) {
+        printf(", first at A");
+        print_position(p->a, s->first_a);
+        printf(" = B");
+        print_position(p->b, s->first_b);
+    }
     if ((st == ST_EXACT || st == ST_WITHIN || st == ST_DIFFERS) && quantized(p))
         printf(", rmse %.6g, max error %.4g%% of range", s->n ? sqrt(s->sum_sq / (double)s->n) : 0.0,
                100 * range_share(s));
@@ -429,6 +459,10 @@ static json_t *pair_json(const pair *p, enum status st, const stats *s)
     json_object_set_new(j, "n_values", cli_json_u64(s->n));
     json_object_set_new(j, "n_not_equal", cli_json_u64(s->not_equal));
     json_object_set_new(j, "n_differing", cli_json_u64(s->differing));
+    if (s->differing) {
+        json_object_set_new(j, "first_differing_a", cli_json_u64(s->first_a));
+        json_object_set_new(j, "first_differing_b", cli_json_u64(s->first_b));
+    }
     json_object_set_new(j, "max_abs", json_num(s->max_abs));
     json_object_set_new(j, "max_rel", json_num(s->max_rel));
     json_object_set_new(j, "rmse", json_num(s->n ? sqrt(s->sum_sq / (double)s->n) : 0.0));
