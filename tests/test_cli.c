@@ -1,6 +1,7 @@
 /* The tool's accounting commands (check/account, stack, layer, bytes) on files built here with
  * tm_writer_*: every expected number below is worked out by hand from the shapes and the types'
  * block sizes, never taken from the tool or the library. */
+#include "st_writer.h"
 #include "test_cli.h"
 
 #include <criterion/criterion.h>
@@ -240,4 +241,33 @@ Test(cli, every_command_has_help_and_usage)
         tool_result_free(&h);
         tool_result_free(&bad);
     }
+}
+
+/* safetensors: 8 + header length + data = the file, each tensor's bytes from shape and dtype
+ * (F32 2x3 = 24, BF16 2x3 = 12, F16 4x2 = 16), and model.layers.N. as the block number. */
+Test(cli, check_and_stack_on_safetensors)
+{
+    const char *path = test_path("m.safetensors");
+    st_writer *w = st_writer_new();
+    static const uint8_t zeros[24];
+    const uint64_t s23[2] = {2, 3}, s42[2] = {4, 2};
+    st_writer_add(w, "model.embed_tokens.weight", "F16", 2, s42, zeros, 16);
+    st_writer_add(w, "model.layers.0.mlp.up_proj.weight", "F32", 2, s23, zeros, 24);
+    st_writer_add(w, "model.layers.1.mlp.up_proj.weight", "BF16", 2, s23, zeros, 12);
+    cr_assert_eq(st_writer_write(w, path), 0);
+    st_writer_free(w);
+    json_t *j = tool_json(0, "check", "--json", path, NULL);
+    cr_assert(json_is_true(json_object_get(j, "consistent")));
+    cr_assert_eq(json_u64(j, "tensor_bytes"), 16 + 24 + 12);
+    cr_assert_eq(json_u64(j, "data_start"), 8 + json_u64(j, "metadata_bytes"));
+    cr_assert_eq(json_u64(j, "data_start") + 16 + 24 + 12, file_size(path));
+    json_decref(j);
+    json_t *s = tool_json(0, "stack", "--json", path, NULL);
+    cr_assert_eq(json_u64(s, "blocks"), 2);
+    cr_assert_eq(json_u64(s, "stack_bytes"), 24 + 12);
+    cr_assert_eq(json_u64(s, "front_bytes"), 16);
+    const json_t *row = json_array_get(json_object_get(s, "rows"), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(row, "name")),
+                     "model.layers.N.mlp.up_proj.weight");
+    json_decref(s);
 }
