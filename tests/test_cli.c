@@ -226,8 +226,8 @@ Test(cli, bytes_names_every_field)
 
 Test(cli, every_command_has_help_and_usage)
 {
-    static const char *const cmds[] = {"stack", "layer",  "check", "account", "bytes", "stats",
-                                       "floats", "dump", "tokens", "header", "write", "sketch"};
+    static const char *const cmds[] = {"stack",  "layer", "check",  "account", "bytes", "stats",
+                                       "floats", "dump",  "tokens", "header",  "write", "sketch"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         tool_result r = tool_run("help", cmds[i], NULL);
         cr_assert_eq(r.status, 0, "help %s", cmds[i]);
@@ -270,4 +270,41 @@ Test(cli, check_and_stack_on_safetensors)
     cr_assert_str_eq(json_string_value(json_object_get(row, "name")),
                      "model.layers.N.mlp.up_proj.weight");
     json_decref(s);
+}
+
+/* golden.arr_i32 holds 5 elements: the default shows 3 and says 2 were skipped; --all shows
+ * every one, each at its own offset 4 bytes after the last. */
+Test(cli, bytes_cuts_long_arrays_unless_all)
+{
+    const char *corpus = getenv("TM_CORPUS");
+    cr_assert_not_null(corpus, "TM_CORPUS is not set (run the tests through make)");
+    char path[512];
+    snprintf(path, sizeof path, "%s/golden/golden-a.gguf", corpus);
+    tool_result r = tool_run("bytes", path, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *arr = strstr(r.out, "golden.arr_i32 (array of 5 i32)");
+    cr_assert_not_null(arr, "%s", r.out);
+    cr_assert(strstr(arr, "... 2 more elements skipped (--all shows them)"), "%s", arr);
+    tool_result_free(&r);
+    json_t *j = tool_json(0, "bytes", "--all", "--json", path, NULL);
+    size_t i, seen = 0;
+    uint64_t prev = 0;
+    json_t *e;
+    bool in_array = false;
+    json_array_foreach(j, i, e)
+    {
+        const char *what = json_string_value(json_object_get(e, "field"));
+        cr_assert_null(strstr(what, "skipped"), "--all skipped something: %s", what);
+        if (strstr(what, "metadata "))
+            in_array = strstr(what, "golden.arr_i32") != NULL;
+        else if (in_array && strncmp(what, "element ", 8) == 0) {
+            if (seen > 0)
+                cr_assert_eq(json_u64(e, "offset"), prev + 4);
+            cr_assert_eq(json_u64(e, "size"), 4);
+            prev = json_u64(e, "offset");
+            seen++;
+        }
+    }
+    cr_assert_eq(seen, 5);
+    json_decref(j);
 }
