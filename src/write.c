@@ -166,9 +166,9 @@ static tm_status check_key(const tm_writer *w, const char *key, uint64_t *len, t
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "metadata entry %llu: the key is NULL",
                         (unsigned long long)w->n_kv);
     *len = strlen(key);
-    if (*len > TM_MAX_NAME_LEN)
-        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
-                        "metadata entry %llu: the key is %llu bytes long; the limit is %u",
+    if (*len == 0 || *len > TM_MAX_NAME_LEN)
+        return tm__fail(err, *len ? TM_LIMIT : TM_BAD_VALUE, TM_NO_OFFSET,
+                        "metadata entry %llu: the key is %llu bytes long; it must be 1 to %u",
                         (unsigned long long)w->n_kv, (unsigned long long)*len, TM_MAX_NAME_LEN);
     return TM_OK;
 }
@@ -336,8 +336,10 @@ tm_status tm_writer_kv_str_array(tm_writer *w, const char *key, const char *cons
 
 /* ---- tensors -------------------------------------------------------------------------------- */
 
-/* Everything the reader checks about a tensor info, checked before it is written, so that the
- * writer cannot produce a file its own reader refuses for a tensor's shape or type. */
+/* What the reader checks about one tensor info (name length, dimensions, type, whole blocks,
+ * sizes without overflow), checked before it is written, so that the writer does not produce
+ * a file its own reader refuses for a tensor's name, shape or type. (Duplicate names and
+ * overlapping explicit offsets are the caller's business: tests write such files on purpose.) */
 static tm_status check_tensor(const tm_writer *w, const char *name, uint64_t name_len,
                               tm_type type, uint32_t n_dims, const uint64_t *ne,
                               uint64_t *n_bytes, tm_error *err)
@@ -345,9 +347,9 @@ static tm_status check_tensor(const tm_writer *w, const char *name, uint64_t nam
     const unsigned long long idx = (unsigned long long)w->n_tensors;
     char q[96];
     tm__quote(q, sizeof q, name, name_len);
-    if (name_len > TM_MAX_NAME_LEN)
-        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
-                        "tensor %llu: the name is %llu bytes long; the limit is %u", idx,
+    if (name_len == 0 || name_len > TM_MAX_NAME_LEN)
+        return tm__fail(err, name_len ? TM_LIMIT : TM_BAD_VALUE, TM_NO_OFFSET,
+                        "tensor %llu: the name is %llu bytes long; it must be 1 to %u", idx,
                         (unsigned long long)name_len, TM_MAX_NAME_LEN);
     if (n_dims < 1 || n_dims > TM_MAX_DIMS || !ne)
         return tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
@@ -362,6 +364,10 @@ static tm_status check_tensor(const tm_writer *w, const char *name, uint64_t nam
                         tname ? ")" : "");
     uint64_t n = 1;
     for (uint32_t d = 0; d < n_dims; d++) {
+        if (ne[d] == 0)
+            return tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
+                            "tensor %llu (%s): dimension %u is 0; every dimension is at least 1",
+                            idx, q, d);
         if (ne[d] >= (UINT64_C(1) << 63) || !tm__mul_u64(n, ne[d], &n))
             return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
                             "tensor %llu (%s): dimension %u (%llu) makes the element count "

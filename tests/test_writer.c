@@ -388,6 +388,10 @@ Test(writer, part_blocks_and_unknown_types_refused_by_the_writer)
     const uint64_t five[5] = {1, 1, 1, 1, 1}, zero_dims[1] = {32};
     cr_assert_eq(tm_writer_tensor(w, "5d", TM_TYPE_F32, 5, five, NULL, &err), TM_BAD_VALUE);
     cr_assert_eq(tm_writer_tensor(w, "0d", TM_TYPE_F32, 0, zero_dims, NULL, &err), TM_BAD_VALUE);
+    const uint64_t zero[2] = {32, 0};
+    cr_assert_eq(tm_writer_tensor(w, "zero", TM_TYPE_F32, 2, zero, NULL, &err), TM_BAD_VALUE);
+    cr_assert(strstr(err.message, "dimension 1 is 0"), "%s", err.message);
+    cr_assert_eq(tm_writer_tensor(w, "", TM_TYPE_F32, 1, whole, NULL, &err), TM_BAD_VALUE);
     const uint64_t huge[2] = {UINT64_C(1) << 40, UINT64_C(1) << 40};
     cr_assert_eq(tm_writer_tensor(w, "huge", TM_TYPE_F32, 2, huge, NULL, &err), TM_LIMIT);
     /* nothing of the refused tensors went into the header */
@@ -619,6 +623,7 @@ Test(writer, refuses_what_the_format_does_not_allow)
     cr_assert_eq(tm_writer_kv_array(w, "a", TM_V_ARRAY, "x", 1, &err), TM_BAD_VALUE,
                  "arrays of arrays are not written");
     cr_assert_eq(tm_writer_kv_scalar(w, "t", (tm_vtype)13, "x", &err), TM_BAD_VALUE);
+    cr_assert_eq(tm_writer_kv_str(w, "", "x", 1, &err), TM_BAD_VALUE, "a key is not empty");
     char *long_key = malloc(TM_MAX_NAME_LEN + 2);
     memset(long_key, 'k', TM_MAX_NAME_LEN + 1);
     long_key[TM_MAX_NAME_LEN + 1] = '\0';
