@@ -279,16 +279,14 @@ static json_t *to_json(const tm_file *f, const account *a)
 /* Open without cli_open so that a refusal becomes this command's verdict, not just an error. */
 static tm_file *open_for_check(const char *arg, tm_error *err)
 {
+    char *resolved = NULL;
+    if (strncmp(arg, "ollama:", 7) == 0 &&
+        !(resolved = cli_ollama_path(arg + 7, err->message, sizeof err->message)))
+        return NULL;
     tm_file *f = NULL;
-    if (strncmp(arg, "ollama:", 7) == 0) {
-        char *path = cli_ollama_path(arg + 7, err->message, sizeof err->message);
-        if (!path)
-            return NULL;
-        tm_open(path, cli_open_flags, &f, err);
-        free(path);
-        return f;
-    }
-    tm_open(arg, cli_open_flags, &f, err);
+    cli_sigbus_watch(arg); /* as cli_open does: the walk reads the mapping */
+    tm_open(resolved ? resolved : arg, cli_open_flags, &f, err);
+    free(resolved);
     return f;
 }
 
