@@ -281,8 +281,10 @@ static tm_file *open_for_check(const char *arg, tm_error *err)
 {
     char *resolved = NULL;
     if (strncmp(arg, "ollama:", 7) == 0 &&
-        !(resolved = cli_ollama_path(arg + 7, err->message, sizeof err->message)))
+        !(resolved = cli_ollama_path(arg + 7, err->message, sizeof err->message))) {
+        err->code = TM_NOT_FOUND;
         return NULL;
+    }
     tm_file *f = NULL;
     cli_sigbus_watch(arg); /* as cli_open does: the walk reads the mapping */
     tm_open(resolved ? resolved : arg, cli_open_flags, &f, err);
