@@ -2,7 +2,6 @@
  * print a string that came out of a file without letting it drive the terminal. */
 #include "cli_util.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -101,36 +100,11 @@ void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes)
 int cli_simple_args(int argc, char **argv, const cli_command *cmd, const cli_flag *flags,
                     const char **file)
 {
-    enum { MAX_FLAGS = 16, HELP = MAX_FLAGS };
-    struct option opts[MAX_FLAGS + 2];
-    int n = 0;
-    for (; flags && flags[n].name && n < MAX_FLAGS; n++)
-        opts[n] = (struct option){flags[n].name, no_argument, NULL, n};
-    opts[n] = (struct option){"help", no_argument, NULL, HELP};
-    opts[n + 1] = (struct option){NULL, 0, NULL, 0};
-    optind = 1;
-    opterr = 0; /* our own message below names the command */
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == HELP || c == 'h') {
-            fputs(cmd->help, stdout);
-            return CLI_OK;
-        }
-        if (c < 0 || c >= n) {
-            cli_errorf("%s: unknown option '%s'", cmd->name, argv[optind - 1]);
-            return cli_usage(cmd);
-        }
-        *flags[c].set = true;
-    }
-    if (argc - optind != 1) {
-        if (argc - optind == 0)
-            cli_errorf("%s: no FILE given", cmd->name);
-        else
-            cli_errorf("%s: one FILE at a time", cmd->name);
-        return cli_usage(cmd);
-    }
-    *file = argv[optind];
-    return -1;
+    int first;
+    int rc = cli_flag_args(argc, argv, cmd, flags, 1, 1, &first);
+    if (rc < 0)
+        *file = argv[first];
+    return rc;
 }
 
 int cli_finish_output(int rc)
