@@ -571,3 +571,24 @@ Test(cli_core, demo_model_is_what_the_readme_promises)
     }
     tm_close(f);
 }
+
+/* A UTF-8 character cut by the 60-byte limit is shown as its escaped bytes, so that exactly 60
+ * bytes are shown and "and N more bytes" counts the rest; whole characters pass as they are. */
+Test(cli_core, meta_cuts_strings_at_a_byte_count)
+{
+    const char *path = test_path("utf8.gguf");
+    tm_writer *w;
+    tm_error err;
+    char s[64];
+    memset(s, 'x', 59);
+    memcpy(s + 59, "\xc3\xa9\xe2\x9c\x93", 5); /* 'é' cut after its first byte, then '✓' */
+    ok(tm_writer_new(&w, &err), &err);
+    ok(tm_writer_kv_str(w, "cut", s, 64, &err), &err);
+    ok(tm_writer_kv_str(w, "whole", "\xc3\xa9\xe2\x9c\x93\x7f", 6, &err), &err);
+    ok(tm_writer_finish(w, path, &err), &err);
+    tool_result r = tool_run("meta", path, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "xxxxxxxx\\xc3\" \u2026 and 4 more bytes\n"), "%s", r.out);
+    cr_assert(strstr(r.out, "\"\xc3\xa9\xe2\x9c\x93\\x7f\"\n"), "%s", r.out);
+    tool_result_free(&r);
+}
