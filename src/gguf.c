@@ -170,16 +170,17 @@ static tm_status walk_values(walk *w, tm_vtype type, uint64_t count, uint64_t co
     uint64_t n_bytes;
     if (!tm__mul_u64(count, size, &n_bytes) || n_bytes > left(w))
         return fail(w, TM_TRUNCATED, count_at,
-                    "%llu values of %s (count at byte %llu) need %llu bytes x %u, more than the "
-                    "%llu bytes left",
+                    "%llu values of %s (count at byte %llu) need %llu x %u bytes, more than "
+                    "the %llu bytes left",
                     (ull)count, tm_vtype_name(type), (ull)count_at, (ull)count, size,
                     (ull)left(w));
     if (type == TM_V_BOOL) {
-        for (uint64_t j = 0; j < n_bytes; j++)
-            if (w->c.p[j] > 1)
+        for (uint64_t j = 0; j < n_bytes; j++) {
+            const uint8_t b = w->c.p[j];
+            if (b > 1)
                 return fail(w, TM_BAD_VALUE, at(w) + j,
-                            "bool value %u at byte %llu is neither 0 nor 1", w->c.p[j],
-                            (ull)(at(w) + j));
+                            "bool value %u at byte %llu is neither 0 nor 1", b, (ull)(at(w) + j));
+        }
     }
     w->c.p += n_bytes;
     return TM_OK;
