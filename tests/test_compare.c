@@ -463,3 +463,54 @@ Test(compare, sharded_checkpoint, .init = setup, .fini = teardown)
     unlink(index);
     rmdir(sub);
 }
+
+/* Every dtype against a copy whose first byte of each tensor is one bit off (3 -> 2): every
+ * value changes except BOOL's (non-zero stays true). f64 and the 32- and 64-bit integers
+ * would lose that bit in float32, so they must be compared as bytes to be caught. */
+Test(compare, every_dtype_one_bit_off, .init = setup, .fini = teardown)
+{
+    static const struct {
+        const char *name;
+        size_t size;
+        bool as_bytes, differs;
+    } dt[] = {
+        {"F64", 8, true, true},      {"F32", 4, false, true},     {"F16", 2, false, true},
+        {"BF16", 2, false, true},    {"I64", 8, true, true},      {"I32", 4, true, true},
+        {"I16", 2, false, true},     {"I8", 1, false, true},      {"U8", 1, false, true},
+        {"BOOL", 1, false, false},   {"F8_E4M3", 1, false, true}, {"F8_E5M2", 1, false, true},
+        {"U16", 2, false, true},     {"U32", 4, true, true},      {"U64", 8, true, true},
+    };
+    const size_t n = sizeof dt / sizeof dt[0];
+    uint8_t bytes[6 * 8];
+    for (size_t i = 0; i < sizeof bytes; i++)
+        bytes[i] = (uint8_t)((i * 5 + 3) & 0x3f);
+    const uint64_t shape[2] = {2, 3};
+    char other[160];
+    snprintf(other, sizeof other, "%s/other.safetensors", dir);
+    for (int copy = 0; copy < 2; copy++) {
+        st_writer *w = st_writer_new();
+        for (size_t i = 0; i < n; i++)
+            st_writer_add(w, dt[i].name, dt[i].name, 2, shape, bytes, 6 * dt[i].size);
+        cr_assert_eq(st_writer_write(w, copy ? other : st_path), 0);
+        st_writer_free(w);
+        bytes[0] ^= 1;
+    }
+    int rc;
+    json_t *j = run_json(st_path, other, "", &rc);
+    cr_expect_eq(rc, 1);
+    cr_expect_eq(summary(j, "differing"), n - 1);
+    cr_expect_eq(summary(j, "exact"), 1);
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(j, "pairs"), i, p) {
+        cr_assert_lt(i, n);
+        cr_expect_str_eq(json_string_value(json_object_get(p, "status")),
+                         dt[i].differs ? "differs" : "exact", "%s", dt[i].name);
+        cr_expect_eq(json_is_true(json_object_get(p, "compared_as_bytes")), dt[i].as_bytes, "%s",
+                     dt[i].name);
+        if (dt[i].differs)
+            cr_expect_eq(json_integer_value(json_object_get(p, "first_differing_a")), 0);
+    }
+    json_decref(j);
+    unlink(other);
+}

@@ -24,11 +24,14 @@ static const char help[] =
     "first (ne), which is the safetensors shape reversed.\n"
     "\n"
     "Each pair prints whether it is exact, how many values differ, the largest absolute and\n"
-    "relative difference (relative to A's value, over A's non-zero values), and when either side\n"
-    "is quantized the RMSE and the largest error as a share of A's range. Tensors on one side\n"
-    "only are listed. Exit status 0 only when every pair matched within the tolerance and every\n"
-    "safetensors tensor (every tensor, when both files are of one format) was accounted for; a\n"
-    "tensor only in the GGUF (a generated rope_freqs.weight) is listed but does not fail.\n"
+    "relative difference (relative to A's value, over A's non-zero values), where the first\n"
+    "difference is in each file's own indices, and when either side is quantized the RMSE and\n"
+    "the largest error as a share of A's range. Two tensors of a type float32 cannot hold\n"
+    "exactly (f64, 32- and 64-bit integers) or cannot decode at all compare as bytes. Tensors on\n"
+    "one side only are listed. Exit status 0 only when every pair matched within the tolerance\n"
+    "and every safetensors tensor (every tensor, when both files are of one format) was\n"
+    "accounted for; a tensor only in the GGUF (a generated rope_freqs.weight) is listed but\n"
+    "does not fail.\n"
     "\n"
     "  --tolerance X  largest absolute difference that still matches (default 0: exact; NaN\n"
     "                 matches NaN)\n"
@@ -122,6 +125,7 @@ typedef struct stats {
     uint64_t n, not_equal, differing;
     uint64_t first;           /* the first value that differs, in the converted order */
     uint64_t first_a, first_b; /* ... as an element of A and of B */
+    bool as_bytes;            /* compared as bytes: no differences in value */
     double max_abs, max_rel, sum_sq, ref_min, ref_max;
     char why[TM_ERROR_MESSAGE_MAX + 64];
 } stats;
@@ -176,16 +180,28 @@ static uint64_t gcd(uint64_t x, uint64_t y)
 }
 
 /* Types without a float decoder (integers, bool) compare as bytes, element by element. */
+static const char *type_str(tm_type t) { return tm_type_name(t) ? tm_type_name(t) : "?"; }
+
+/* Types whose values float32 cannot all hold (f64; 32- and 64-bit integers) would hide a
+ * difference in the low bits after decoding: between two tensors of such a type, bytes are
+ * compared instead. */
+static bool wider_than_f32(tm_type t)
+{
+    return t == TM_TYPE_F64 || t == TM_TYPE_I32 || t == TM_TYPE_I64 || t == TM_TYPE_U32 ||
+           t == TM_TYPE_U64;
+}
+
+/* Element by element as bytes: for types without a float decoder and those wider than f32. */
 static enum status compare_bytes(const pair *p, stats *s)
 {
     uint32_t size = tm_type_block_bytes(p->a->type);
     if (p->a->type != p->b->type || tm_type_block_elems(p->a->type) != 1 || size == 0) {
+        tm_type missing = tm_type_can_dequant(p->a->type) ? p->b->type : p->a->type;
         snprintf(s->why, sizeof s->why, "%s and %s: no float32 decoder for %s",
-                 tm_type_name(p->a->type) ? tm_type_name(p->a->type) : "?",
-                 tm_type_name(p->b->type) ? tm_type_name(p->b->type) : "?",
-                 tm_type_can_dequant(p->a->type) ? tm_type_name(p->b->type) : tm_type_name(p->a->type));
+                 type_str(p->a->type), type_str(p->b->type), type_str(missing));
         return ST_ERROR;
     }
+    s->as_bytes = true;
     const uint8_t *x = p->a->data, *y = p->b->data;
     for (uint64_t i = 0; i < p->a->n_elements; i++, s->n++)
         if (memcmp(x + i * size, y + i * size, size) != 0)
@@ -252,7 +268,8 @@ static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
             snprintf(s->why, sizeof s->why, "shape %s against %s", sa, sb);
             return ST_SHAPE;
         }
-    if (!tm_type_can_dequant(a->type) || !tm_type_can_dequant(b->type))
+    if (!tm_type_can_dequant(a->type) || !tm_type_can_dequant(b->type) ||
+        (a->type == b->type && wider_than_f32(a->type)))
         return compare_bytes(p, s);
 
     uint64_t n = a->n_elements, ba = tm_type_block_elems(a->type), bb = tm_type_block_elems(b->type);
@@ -380,8 +397,6 @@ static void pair_by_name(plan *pl, const tm_file *fa, const tm_file *fb)
 
 /* ---- output ----------------------------------------------------------------------------------- */
 
-static const char *type_str(tm_type t) { return tm_type_name(t) ? tm_type_name(t) : "?"; }
-
 static bool quantized(const pair *p)
 {
     return tm_type_block_elems(p->a->type) > 1 || tm_type_block_elems(p->b->type) > 1;
@@ -423,6 +438,8 @@ static void print_pair(const pair *p, enum status st, const stats *s)
            p->n_head ? ", rows un-permuted" : "", p->note ? ", tied embedding" : "");
     if (st == ST_SHAPE || st == ST_ERROR)
         printf(": %s", s->why);
+    else if (st != ST_EXACT && s->as_bytes)
+        printf(": %" PRIu64 " of %" PRIu64 " values differ (compared as bytes)", s->not_equal, s->n);
     else if (st != ST_EXACT)
         printf(": %" PRIu64 " of %" PRIu64 " values differ%s, max abs %.6g, max rel %.6g",
                s->not_equal, s->n, st == ST_WITHIN ? " (within tolerance)" : "", s->max_abs,
@@ -456,6 +473,7 @@ static json_t *pair_json(const pair *p, enum status st, const stats *s)
         json_object_set_new(j, "error", json_string(s->why));
         return j;
     }
+    json_object_set_new(j, "compared_as_bytes", json_boolean(s->as_bytes));
     json_object_set_new(j, "n_values", cli_json_u64(s->n));
     json_object_set_new(j, "n_not_equal", cli_json_u64(s->not_equal));
     json_object_set_new(j, "n_differing", cli_json_u64(s->differing));
