@@ -191,11 +191,13 @@ static bool wider_than_f32(tm_type t)
            t == TM_TYPE_U64;
 }
 
-/* Element by element as bytes: for types without a float decoder and those wider than f32. */
+/* Block by block as bytes (a block is one value for the plain types): for types without a
+ * float decoder and those wider than f32. Counts are of blocks; positions of their first
+ * values. */
 static enum status compare_bytes(const pair *p, stats *s)
 {
-    uint32_t size = tm_type_block_bytes(p->a->type);
-    if (p->a->type != p->b->type || tm_type_block_elems(p->a->type) != 1 || size == 0) {
+    uint32_t size = tm_type_block_bytes(p->a->type), per = tm_type_block_elems(p->a->type);
+    if (p->a->type != p->b->type || size == 0 || per == 0) {
         tm_type missing = tm_type_can_dequant(p->a->type) ? p->b->type : p->a->type;
         snprintf(s->why, sizeof s->why, "%s and %s: no float32 decoder for %s",
                  type_str(p->a->type), type_str(p->b->type), type_str(missing));
@@ -203,10 +205,10 @@ static enum status compare_bytes(const pair *p, stats *s)
     }
     s->as_bytes = true;
     const uint8_t *x = p->a->data, *y = p->b->data;
-    for (uint64_t i = 0; i < p->a->n_elements; i++, s->n++)
+    for (uint64_t i = 0; i < p->a->n_elements / per; i++, s->n++)
         if (memcmp(x + i * size, y + i * size, size) != 0)
             if (s->not_equal++, !s->differing++)
-                s->first = s->first_a = s->first_b = i;
+                s->first = s->first_a = s->first_b = i * per;
     return s->differing ? ST_DIFFERS : ST_EXACT;
 }
 
@@ -439,7 +441,8 @@ static void print_pair(const pair *p, enum status st, const stats *s)
     if (st == ST_SHAPE || st == ST_ERROR)
         printf(": %s", s->why);
     else if (st != ST_EXACT && s->as_bytes)
-        printf(": %" PRIu64 " of %" PRIu64 " values differ (compared as bytes)", s->not_equal, s->n);
+        printf(": %" PRIu64 " of %" PRIu64 " %s differ (compared as bytes)", s->not_equal, s->n,
+               tm_type_block_elems(p->a->type) > 1 ? "blocks" : "values");
     else if (st != ST_EXACT)
         printf(": %" PRIu64 " of %" PRIu64 " values differ%s, max abs %.6g, max rel %.6g",
                s->not_equal, s->n, st == ST_WITHIN ? " (within tolerance)" : "", s->max_abs,
@@ -474,6 +477,9 @@ static json_t *pair_json(const pair *p, enum status st, const stats *s)
         return j;
     }
     json_object_set_new(j, "compared_as_bytes", json_boolean(s->as_bytes));
+    /* what the counts count: blocks when whole blocks were compared as bytes */
+    json_object_set_new(j, "unit", json_string(s->as_bytes && tm_type_block_elems(p->a->type) > 1
+                                                   ? "block" : "value"));
     json_object_set_new(j, "n_values", cli_json_u64(s->n));
     json_object_set_new(j, "n_not_equal", cli_json_u64(s->not_equal));
     json_object_set_new(j, "n_differing", cli_json_u64(s->differing));
