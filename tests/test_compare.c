@@ -514,3 +514,19 @@ Test(compare, every_dtype_one_bit_off, .init = setup, .fini = teardown)
     json_decref(j);
     unlink(other);
 }
+
+/* ggml's own golden file against itself: every one of its 58 tensors, of every type, whether
+ * or not this library decodes it, is an exact match. */
+Test(compare, golden_file_against_itself)
+{
+    const char *corpus = getenv("TM_CORPUS");
+    cr_assert_not_null(corpus, "TM_CORPUS is not set (run the tests through make)");
+    char path[512];
+    snprintf(path, sizeof path, "%s/golden/golden-a.gguf", corpus);
+    int rc;
+    json_t *j = run_json(path, path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), 58);
+    cr_expect_eq(summary(j, "pairs"), 58);
+    json_decref(j);
+}
