@@ -14,11 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Outputs at least this large are written with non-temporal stores through an L1 tile: they
- * cannot stay in the cache anyway, and streaming skips the read-for-ownership of every line. */
-#define STREAM_MIN_BYTES (32u << 20)
-/* The L1 tile for streaming: a multiple of every block size (1, 32, 256 elements). */
-#define STREAM_TILE_FLOATS 4096u
+/* Outputs are written with ordinary stores at every size. Non-temporal stores (through a 16 KiB
+ * L1 tile, for outputs of 32 MiB and more) were measured on the development machine (AMD EPYC
+ * VM) and lost: a 256 MiB NT store loop ran at 17 GB/s against 21 GB/s for plain stores, and
+ * decoding through the tile fell from 0.8-1.0 to 0.5-0.7 of memcpy bandwidth. */
 /* tm_dequant_tensor: threads are capped, and each one gets at least this much output. */
 #define MAX_THREADS 64u
 #define MIN_BYTES_PER_THREAD (256u << 10)
@@ -147,7 +146,6 @@ bool tm_type_can_dequant(tm_type type)
 /* What a validated call decodes: a kernel, its source blocks and where they go. */
 typedef struct job {
     tm__dequant_fn *fn;
-    tm__stream_fn *stream;   /* NULL unless the output is large enough to stream */
     const uint8_t *src;
     float *dst;
     size_t n_blocks;
@@ -155,20 +153,7 @@ typedef struct job {
     size_t block_elems;
 } job;
 
-static void run_job(const job *j)
-{
-    if (!j->stream) {
-        j->fn(j->src, j->dst, j->n_blocks);
-        return;
-    }
-    _Alignas(64) float tile[STREAM_TILE_FLOATS];
-    const size_t per_tile = STREAM_TILE_FLOATS / j->block_elems;
-    for (size_t b = 0; b < j->n_blocks; b += per_tile) {
-        size_t n = j->n_blocks - b < per_tile ? j->n_blocks - b : per_tile;
-        j->fn(j->src + b * j->block_bytes, tile, n);
-        j->stream(j->dst + b * j->block_elems, tile, n * j->block_elems);
-    }
-}
+static void run_job(const job *j) { j->fn(j->src, j->dst, j->n_blocks); }
 
 /* Check the type, pick the kernel, fill j for n_blocks blocks at src. what names the tensor
  * (or "raw blocks") in messages. */
@@ -204,7 +189,6 @@ static tm_status prepare(tm_type type, const char *what, uint64_t info_offset, c
         return tm__fail(err, TM_INVALID_ARG, info_offset, "%s: %s pointer is NULL", what,
                         src ? "output" : "input");
     j->fn = k->fn[slot] ? k->fn[slot] : tm__kernels_scalar.fn[slot];
-    j->stream = k->stream && n_out * sizeof(float) >= STREAM_MIN_BYTES ? k->stream : NULL;
     j->src = src;
     j->dst = out;
     j->n_blocks = (size_t)n_blocks;

@@ -13,10 +13,6 @@
  * aligned) into dst (n_blocks * block_elems floats, any 4-byte alignment). */
 typedef void tm__dequant_fn(const void *src, float *dst, size_t n_blocks);
 
-/* Copy n floats from src (64-byte aligned, in L1) to dst with non-temporal stores, for
- * outputs far larger than the caches: the decode runs into a small hot tile first. */
-typedef void tm__stream_fn(float *dst, const float *src, size_t n);
-
 /* Table slots: ggml ids 0..TM__GGML_SLOTS-1 map to themselves, the safetensors-only ids
  * (1024..) follow them. */
 enum { TM__GGML_SLOTS = 43, TM__ST_FIRST = 1024, TM__ST_SLOTS = 7,
@@ -35,7 +31,6 @@ static inline int tm__type_slot(tm_type t)
 typedef struct tm__kernels {
     const char *name;               /* "scalar", "avx2", "avx512", "neon" */
     tm__dequant_fn *fn[TM__SLOTS];  /* NULL: fall back to the scalar kernel */
-    tm__stream_fn *stream;          /* NULL: no streaming stores on this path */
 } tm__kernels;
 
 extern const tm__kernels tm__kernels_scalar;

@@ -404,5 +404,4 @@ const tm__kernels tm__kernels_scalar = {
         [ST(TM_TYPE_U32)] = dequant_u32_scalar,
         [ST(TM_TYPE_U64)] = dequant_u64_scalar,
     },
-    .stream = NULL,
 };

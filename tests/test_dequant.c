@@ -1,7 +1,7 @@
 /* Dequantization: every kernel against ggml's own decoded output (the golden corpus, bit for
  * bit, on every instruction-set path this machine has), every SIMD kernel against the scalar
  * one on fresh random blocks at the edges of memory, hand-built blocks whose values are known
- * by construction, the threaded and streaming whole-tensor paths, and the API's refusals. */
+ * by construction, the threaded whole-tensor path, and the API's refusals. */
 #include "tensormap.h"
 
 #include <criterion/criterion.h>
@@ -433,7 +433,7 @@ Test(dequant_layout, q6_K_fields)
     expect_values(TM_TYPE_Q6_K, b, want, 256);
 }
 
-/* ---- whole tensors: threads and streaming stores -------------------------------------------- */
+/* ---- whole tensors on threads ---------------------------------------------------------------- */
 
 /* A tm_tensor over caller memory (the struct is public; no file needed). */
 static tm_tensor fake_tensor(tm_type type, uint64_t ne0, uint64_t rows, const void *data)
@@ -453,10 +453,10 @@ static tm_tensor fake_tensor(tm_type type, uint64_t ne0, uint64_t rows, const vo
     return t;
 }
 
-/* 9M q4_K weights: 36 MiB of output, above the streaming threshold. Decoded on 1, 2, 3 and all
- * threads, on every path, each compared with scalar decoding row by row (small calls, normal
- * stores) into another buffer. */
-Test(dequant_tensor, threads_and_streaming_match_row_by_row, .timeout = 120)
+/* 9M q4_K weights (36 MiB of output): decoded whole on 1, 2, 3 and all threads, on every path,
+ * each compared with scalar decoding row by row (small calls) into another buffer; and once
+ * into an output that is not 64-byte aligned. */
+Test(dequant_tensor, threads_match_row_by_row, .timeout = 120)
 {
     const uint64_t ne0 = 4096, rows = 2304;
     const tm_type type = TM_TYPE_Q4_K;
@@ -486,7 +486,7 @@ Test(dequant_tensor, threads_and_streaming_match_row_by_row, .timeout = 120)
                       "%s, %u threads: differs from row-by-row scalar (seed %llu)", isas[i],
                       threads[k], (unsigned long long)seed);
         }
-        /* an output that is not 64-byte aligned: the streaming stores must start after a head */
+        /* an output that is only 4-byte aligned */
         memset(got, 0xff, n * sizeof(float));
         const tm_tensor t2 = fake_tensor(type, ne0, rows - 1, data);
         cr_assert_eq(tm_dequant_tensor(&t2, got + 1, 2, &err), TM_OK, "%s", err.message);

@@ -303,5 +303,4 @@ const tm__kernels tm__kernels_neon = {
         [TM_TYPE_Q5_K] = dequant_q5_K_neon,
         [TM_TYPE_Q6_K] = dequant_q6_K_neon,
     },
-    .stream = NULL,
 };

@@ -357,20 +357,6 @@ static void dequant_q6_K_avx2(const void *src, float *dst, size_t n)
     }
 }
 
-/* ---- streaming ----------------------------------------------------------------------------- */
-
-static void stream_avx2(float *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    for (; i < n && ((uintptr_t)(dst + i) & 31); i++) /* up to the first 32-byte boundary */
-        dst[i] = src[i];
-    for (; i + 8 <= n; i += 8)
-        _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
-    for (; i < n; i++)
-        dst[i] = src[i];
-    _mm_sfence();
-}
-
 const tm__kernels tm__kernels_avx2 = {
     .name = "avx2",
     .fn = {
@@ -387,5 +373,4 @@ const tm__kernels tm__kernels_avx2 = {
         [TM_TYPE_Q5_K] = dequant_q5_K_avx2,
         [TM_TYPE_Q6_K] = dequant_q6_K_avx2,
     },
-    .stream = stream_avx2,
 };

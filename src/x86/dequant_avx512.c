@@ -357,20 +357,6 @@ static void dequant_q6_K_avx512(const void *src, float *dst, size_t n)
     }
 }
 
-/* ---- streaming ----------------------------------------------------------------------------- */
-
-static void stream_avx512(float *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    for (; i < n && ((uintptr_t)(dst + i) & 63); i++) /* up to the first 64-byte boundary */
-        dst[i] = src[i];
-    for (; i + 16 <= n; i += 16)
-        _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
-    for (; i < n; i++)
-        dst[i] = src[i];
-    _mm_sfence();
-}
-
 const tm__kernels tm__kernels_avx512 = {
     .name = "avx512",
     .fn = {
@@ -387,5 +373,4 @@ const tm__kernels tm__kernels_avx512 = {
         [TM_TYPE_Q5_K] = dequant_q5_K_avx512,
         [TM_TYPE_Q6_K] = dequant_q6_K_avx512,
     },
-    .stream = stream_avx512,
 };
