@@ -308,3 +308,39 @@ Test(cli, bytes_cuts_long_arrays_unless_all)
     cr_assert_eq(seen, 5);
     json_decref(j);
 }
+
+/* A checkpoint in two shards: the walk starts again at each shard's data, and the totals are
+ * the two files together (F32 2x3 = 24 bytes in each, F16 4 = 8 in the first). */
+Test(cli, check_walks_each_shard_of_a_checkpoint)
+{
+    static const uint8_t zeros[24];
+    const uint64_t s23[2] = {2, 3}, s4[1] = {4};
+    char one[256], two[256], index[256];
+    snprintf(one, sizeof one, "%s", test_path("model-00001-of-00002.safetensors"));
+    snprintf(two, sizeof two, "%s", test_path("model-00002-of-00002.safetensors"));
+    snprintf(index, sizeof index, "%s", test_path("model.safetensors.index.json"));
+    st_writer *w = st_writer_new();
+    st_writer_add(w, "model.layers.0.w", "F32", 2, s23, zeros, 24);
+    st_writer_add(w, "model.embed.weight", "F16", 1, s4, zeros, 8);
+    cr_assert_eq(st_writer_write(w, one), 0);
+    st_writer_free(w);
+    w = st_writer_new();
+    st_writer_add(w, "model.layers.1.w", "F32", 2, s23, zeros, 24);
+    cr_assert_eq(st_writer_write(w, two), 0);
+    st_writer_free(w);
+    FILE *f = fopen(index, "w");
+    cr_assert_not_null(f);
+    fputs("{\"metadata\": {}, \"weight_map\": {"
+          "\"model.layers.0.w\": \"model-00001-of-00002.safetensors\", "
+          "\"model.embed.weight\": \"model-00001-of-00002.safetensors\", "
+          "\"model.layers.1.w\": \"model-00002-of-00002.safetensors\"}}",
+          f);
+    fclose(f);
+    json_t *j = tool_json(0, "check", "--json", index, NULL);
+    cr_assert(json_is_true(json_object_get(j, "consistent")));
+    cr_assert_eq(json_u64(j, "contiguous"), 3);
+    cr_assert_eq(json_u64(j, "tensor_bytes"), 24 + 8 + 24);
+    cr_assert_eq(json_u64(j, "file_size"), file_size(one) + file_size(two));
+    cr_assert_eq(json_u64(j, "data_start") + 56, file_size(one) + file_size(two));
+    json_decref(j);
+}

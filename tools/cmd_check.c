@@ -70,7 +70,23 @@ static int by_type(const void *x, const void *y)
     return (a->type > b->type) - (a->type < b->type);
 }
 
-/* Walk the tensors in offset order, comparing each start with where the previous one ended. */
+/* The bytes of a shard's data after its last tensor (which ends at end; none: 0): the alignment
+ * padding ggml writes after it, then anything else. */
+static void add_tail(account *a, uint64_t data_size, uint64_t end, uint64_t align)
+{
+    uint64_t padded = end;
+    if (end > 0 && !cli_align_up(end, align, &padded))
+        padded = end;
+    if (data_size > end) {
+        uint64_t tail = data_size - end;
+        uint64_t pad = padded - end < tail ? padded - end : tail;
+        a->align_padding += pad;
+        a->after_bytes += tail - pad;
+    }
+}
+
+/* Walk the tensors in offset order (shard by shard for a sharded checkpoint), comparing each
+ * start with where the previous one ended. */
 static bool add_up(const tm_file *f, account *a)
 {
     const tm_layout *l = tm_file_layout(f);
@@ -83,18 +99,22 @@ static bool add_up(const tm_file *f, account *a)
         return false;
     }
     uint64_t prev_end = 0, prev = UINT64_MAX;
+    uint32_t shard = 0;
     for (uint64_t k = 0; k < n; k++) {
         const tm_tensor *t = tm_tensor_at(f, order[k]);
+        for (; shard < t->shard; shard++, prev_end = 0, prev = UINT64_MAX)
+            add_tail(a, tm_shard_layout(f, shard)->data_size, prev_end, align);
+        uint64_t data_size = tm_shard_layout(f, shard)->data_size;
         add_type(a, t);
         a->tensor_bytes += t->n_bytes;
         a->weights += t->n_elements;
         uint64_t expected = prev_end;
-        if (k > 0 && !cli_align_up(prev_end, align, &expected))
+        if (prev != UINT64_MAX && !cli_align_up(prev_end, align, &expected))
             expected = UINT64_MAX;
         if (t->offset % align != 0)
             a->findings[a->n_findings++] =
                 (finding){"misaligned", prev, order[k], expected, t->offset};
-        if (t->offset > l->data_size || t->n_bytes > l->data_size - t->offset)
+        if (t->offset > data_size || t->n_bytes > data_size - t->offset)
             a->findings[a->n_findings++] =
                 (finding){"outside", prev, order[k], expected, t->offset};
         if (t->offset == expected) {
@@ -113,21 +133,13 @@ static bool add_up(const tm_file *f, account *a)
                     (finding){"gap", prev, order[k], expected, t->offset};
         }
         uint64_t end = t->offset + t->n_bytes;
-        if (end > prev_end || k == 0) {
+        if (end > prev_end || prev == UINT64_MAX) {
             prev_end = end;
             prev = order[k];
         }
     }
-    /* after the last tensor: its alignment padding (as ggml writes it), then anything else */
-    uint64_t padded = prev_end;
-    if (n > 0 && !cli_align_up(prev_end, align, &padded))
-        padded = prev_end;
-    if (l->data_size > prev_end) {
-        uint64_t tail = l->data_size - prev_end;
-        uint64_t pad = padded - prev_end < tail ? padded - prev_end : tail;
-        a->align_padding += pad;
-        a->after_bytes = tail - pad;
-    }
+    for (; shard < (l->n_shards ? l->n_shards : 1); shard++, prev_end = 0)
+        add_tail(a, tm_shard_layout(f, shard)->data_size, prev_end, align);
     qsort(a->types, a->n_types, sizeof a->types[0], by_type);
     a->ok = a->n_findings == 0 && a->after_bytes == 0 && a->gap_bytes == 0 &&
             l->data_start + l->data_size == l->file_size;
@@ -178,8 +190,14 @@ static void print_text(const char *arg, const tm_file *f, const account *a)
                  l->alignment_declared ? "" : " (default)");
         printf("  %-34s %" PRIu64 "\n", lbl, l->padding);
     } else {
-        printf("  %-34s %" PRIu64 "\n", "the header length, a u64", l->head_end);
-        printf("  %-34s %" PRIu64 "\n", "the JSON header", l->kv_end - l->head_end);
+        /* a sharded checkpoint: the layout's counts are totals over its files */
+        uint64_t files = l->n_shards > 1 ? l->n_shards : 1;
+        if (files > 1)
+            printf("  %-34s %" PRIu64 "\n", "files (shards)", files);
+        printf("  %-34s %" PRIu64 "\n",
+               files > 1 ? "header lengths, a u64 each" : "the header length, a u64", 8 * files);
+        printf("  %-34s %" PRIu64 "\n", files > 1 ? "the JSON headers" : "the JSON header",
+               l->kv_end - 8 * files);
     }
     printf("  %-34s %" PRIu64 "\n\n", "tensor data starts at", l->data_start);
 
