@@ -36,35 +36,26 @@ static __m256 i8hi(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_
 
 /* ---- plain types --------------------------------------------------------------------------- */
 
-static void dequant_f16_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *p = src;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (size_t k = 0; k < 32; k += 8)
-            _mm256_storeu_ps(dst + i + k, _mm256_cvtph_ps(ld128(p + 2 * (i + k))));
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(ld128(p + 2 * i)));
-    for (; i < n; i++) /* the same F16C conversion, one at a time: no read past the input */
-        dst[i] = half(p + 2 * i);
-}
-
+/* f16 and bf16: 8 halves -> 8 floats per step; the tail one at a time with the same
+ * conversion, so no byte past the input is read. */
+static __m256 f16x8(__m128i h) { return _mm256_cvtph_ps(h); }
 static __m256 bf16x8(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
 
-static void dequant_bf16_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *p = src;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (size_t k = 0; k < 32; k += 8)
-            _mm256_storeu_ps(dst + i + k, bf16x8(ld128(p + 2 * (i + k))));
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, bf16x8(ld128(p + 2 * i)));
-    for (; i < n; i++) {
-        const uint32_t u = (uint32_t)(p[2 * i] | p[2 * i + 1] << 8) << 16;
-        memcpy(&dst[i], &u, sizeof u);
+#define DEQUANT_HALVES(name, widen)                                                              \
+    static void name(const void *src, float *dst, size_t n)                                     \
+    {                                                                                            \
+        const uint8_t *p = src;                                                                  \
+        size_t i = 0;                                                                            \
+        for (; i + 8 <= n; i += 8)                                                               \
+            _mm256_storeu_ps(dst + i, widen(ld128(p + 2 * i)));                                  \
+        for (; i < n; i++) {                                                                     \
+            const uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);                         \
+            _mm_store_ss(dst + i, _mm256_castps256_ps128(widen(_mm_cvtsi32_si128(h))));         \
+        }                                                                                        \
     }
-}
+DEQUANT_HALVES(dequant_f16_avx2, f16x8)
+DEQUANT_HALVES(dequant_bf16_avx2, bf16x8)
+#undef DEQUANT_HALVES
 
 /* ---- 32-element blocks --------------------------------------------------------------------- */
 

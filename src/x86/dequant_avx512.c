@@ -4,8 +4,8 @@
  * so the output is bit-identical (the file is built with -ffp-contract=off, so no multiply and
  * add are fused). Loads are unaligned: blocks in a file are only 2-byte aligned.
  *
- * The 4- and 5-bit types decode through a lookup table per group: for a group with scale D and
- * min M the 16 (or 32) possible outputs D * q - M are computed once, with exactly the scalar
+ * The 2-, 3-, 4- and 5-bit types decode through a lookup table per group: for a group with scale
+ * D and min M the 16 (or 32) possible outputs D * q - M are computed once, with exactly the scalar
  * operations, into a register, and each output lane picks its entry with vpermps (vpermi2ps for
  * 32 entries). A lane of the table holds the very float the scalar code computes for that q, so
  * this is the same arithmetic, done once per distinct q instead of once per element.
@@ -44,40 +44,26 @@ static __m512 iota16(void)
 
 /* ---- plain types --------------------------------------------------------------------------- */
 
-static void dequant_f16_avx512(const void *src, float *dst, size_t n)
-{
-    const uint8_t *p = src;
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (size_t k = 0; k < 64; k += 16)
-            _mm512_storeu_ps(dst + i + k, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                              (const __m256i *)(const void *)(p + 2 * (i + k)))));
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                      (const __m256i *)(const void *)(p + 2 * i))));
-    if (i < n) { /* masked: no byte past the input is touched */
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + 2 * i)));
-    }
-}
-
+/* f16 and bf16: 16 halves -> 16 floats per step; the tail through masked loads and stores, so
+ * no byte past the input is touched. */
+static __m512 f16x16(__m256i h) { return _mm512_cvtph_ps(h); }
 static __m512 bf16x16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
 
-static void dequant_bf16_avx512(const void *src, float *dst, size_t n)
-{
-    const uint8_t *p = src;
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (size_t k = 0; k < 64; k += 16)
-            _mm512_storeu_ps(dst + i + k, bf16x16(_mm256_loadu_si256(
-                                              (const __m256i *)(const void *)(p + 2 * (i + k)))));
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, bf16x16(_mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * i))));
-    if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(dst + i, m, bf16x16(_mm256_maskz_loadu_epi16(m, p + 2 * i)));
+#define DEQUANT_HALVES(name, widen)                                                              \
+    static void name(const void *src, float *dst, size_t n)                                     \
+    {                                                                                            \
+        const uint8_t *p = src;                                                                  \
+        size_t i = 0;                                                                            \
+        for (; i + 16 <= n; i += 16)                                                             \
+            _mm512_storeu_ps(dst + i, widen(_mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * i)))); \
+        if (i < n) {                                                                             \
+            const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);                                \
+            _mm512_mask_storeu_ps(dst + i, m, widen(_mm256_maskz_loadu_epi16(m, p + 2 * i)));   \
+        }                                                                                        \
     }
-}
+DEQUANT_HALVES(dequant_f16_avx512, f16x16)
+DEQUANT_HALVES(dequant_bf16_avx512, bf16x16)
+#undef DEQUANT_HALVES
 
 /* ---- 32-element blocks --------------------------------------------------------------------- */
 
