@@ -343,4 +343,10 @@ Test(cli, check_walks_each_shard_of_a_checkpoint)
     cr_assert_eq(json_u64(j, "file_size"), file_size(one) + file_size(two));
     cr_assert_eq(json_u64(j, "data_start") + 56, file_size(one) + file_size(two));
     json_decref(j);
+    /* bytes shows the first shard, and nothing past its end */
+    j = tool_json(0, "bytes", "--json", index, NULL);
+    const json_t *data = json_array_get(j, json_array_size(j) - 1);
+    cr_assert_eq(json_u64(data, "offset") + json_u64(data, "size"), file_size(one));
+    cr_assert_eq(json_u64(data, "size"), 24 + 8);
+    json_decref(j);
 }

@@ -121,9 +121,10 @@ static void gguf_fields(out *o, const tm_file *f, bool all)
           l->n_tensors, l->data_size);
 }
 
+/* A sharded checkpoint shows its first file: tm_file_bytes maps shard 0 and no other. */
 static void safetensors_fields(out *o, const tm_file *f)
 {
-    const tm_layout *l = tm_file_layout(f);
+    const tm_layout *l = tm_shard_layout(f, 0);
     field(o, 0, 8, 0, "header length, a u64: %" PRIu64, l->kv_end - l->head_end);
     field(o, 8, l->kv_end - 8, 0,
           "the JSON header: %" PRIu64 " tensors, %" PRIu64 " metadata entries", l->n_tensors,
@@ -142,8 +143,11 @@ static int run(int argc, char **argv)
     tm_file *f = cli_open(arg, 0);
     if (!f)
         return CLI_FAIL;
-    const tm_layout *l = tm_file_layout(f);
+    const tm_layout *l = tm_shard_layout(f, 0);
     out o = {tm_file_bytes(f), l->file_size, json ? json_array() : NULL};
+    if (!json && tm_file_layout(f)->n_shards > 1)
+        printf("%s: the first of %" PRIu32 " shards, %s\n", arg, tm_file_layout(f)->n_shards,
+               tm_shard_path(f, 0));
     if (!json)
         printf("%s: the header as bytes, with a name against every field\n\n%10s  %-*s  %s\n", arg,
                "offset", HEX_SHOWN * 3 + 3, "bytes", "field");
@@ -151,11 +155,12 @@ static int run(int argc, char **argv)
         gguf_fields(&o, f, all);
     else
         safetensors_fields(&o, f);
-    if (json)
+    if (json) {
         rc = cli_json_emit(o.json);
-    else
-        rc =
-            cli_finish_output((printf("%10" PRIu64 "  bytes in the file\n", l->file_size), CLI_OK));
+    } else {
+        printf("%10" PRIu64 "  bytes in the file\n", l->file_size);
+        rc = cli_finish_output(CLI_OK);
+    }
     tm_close(f);
     return rc;
 }
