@@ -113,6 +113,7 @@ typedef struct variant {
     const char *poke;          /* GGUF tensor whose element poke_at is one bf16 ulp off */
     uint64_t poke_at;
     int drop_output;           /* the GGUF leaves out output.weight (tied) */
+    int inv_freq;              /* the checkpoint has a rotary_emb.inv_freq (the converter drops it) */
 } variant;
 
 static void write_pair(const variant *v)
@@ -172,6 +173,11 @@ static void write_pair(const variant *v)
         keep[n_keep++] = conv;
     }
     static const float rope[HD / 2] = {1.0f, 0.5f};
+    if (v->inv_freq) {
+        const uint64_t s1[1] = {HD / 2};
+        st_writer_add(sw, "model.layers.0.self_attn.rotary_emb.inv_freq", "F32", 1, s1, rope,
+                      sizeof rope);
+    }
     const uint64_t rope_ne[1] = {HD / 2};
     cr_assert_eq(tm_writer_tensor(gw, "rope_freqs.weight", TM_TYPE_F32, 1, rope_ne, rope, &err), TM_OK);
     cr_assert_eq(tm_writer_finish(gw, gguf_path, &err), TM_OK, "%s", err.message);
@@ -528,5 +534,20 @@ Test(compare, golden_file_against_itself)
     cr_expect_eq(rc, 0);
     cr_expect_eq(summary(j, "exact"), 58);
     cr_expect_eq(summary(j, "pairs"), 58);
+    json_decref(j);
+}
+
+Test(compare, tensors_the_converter_drops_do_not_fail, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){.inv_freq = 1});
+    int rc;
+    json_t *j = run_json(st_path, gguf_path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "only_a"), 0);
+    json_t *o = json_array_get(json_object_get(j, "only_a"), 0);
+    cr_assert_not_null(o, "the dropped tensor is still listed");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "name")),
+                     "model.layers.0.self_attn.rotary_emb.inv_freq");
+    cr_expect(json_is_true(json_object_get(o, "dropped_by_converter")));
     json_decref(j);
 }

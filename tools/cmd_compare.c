@@ -30,8 +30,8 @@ static const char help[] =
     "exactly (f64, 32- and 64-bit integers) or cannot decode at all compare as bytes. Tensors on\n"
     "one side only are listed. Exit status 0 only when every pair matched within the tolerance\n"
     "and every safetensors tensor (every tensor, when both files are of one format) was\n"
-    "accounted for; a tensor only in the GGUF (a generated rope_freqs.weight) is listed but\n"
-    "does not fail.\n"
+    "accounted for; a tensor only in the GGUF (a generated rope_freqs.weight) or one the\n"
+    "converter drops (rotary_emb.inv_freq) is listed but does not fail.\n"
     "\n"
     "  --tolerance X  largest absolute difference that still matches (default 0: exact; NaN\n"
     "                 matches NaN)\n"
@@ -499,25 +499,39 @@ static const char *format_name(const tm_file *f)
     return tm_file_layout(f)->format == TM_FORMAT_GGUF ? "GGUF" : "safetensors";
 }
 
-/* The one-sided tensors of f (used[i] false), printed or added to arr; their count. */
-static uint64_t one_sided(const tm_file *f, const bool *used, const char *label, json_t *arr)
+/* Hugging Face tensors llama.cpp's converter leaves out on purpose (it computes them). */
+static bool dropped_by_converter(tm_str name)
+{
+    static const char suffix[] = ".rotary_emb.inv_freq";
+    const uint64_t n = sizeof suffix - 1;
+    return name.len >= n && memcmp(name.ptr + name.len - n, suffix, (size_t)n) == 0;
+}
+
+/* The one-sided tensors of f (used[i] false), printed or added to arr; their count, not
+ * counting those the converter drops (when drops: the safetensors side of a conversion). */
+static uint64_t one_sided(const tm_file *f, const bool *used, bool drops, const char *label,
+                          json_t *arr)
 {
     uint64_t n = 0;
     for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
         if (used[i])
             continue;
         const tm_tensor *t = tm_tensor_at(f, i);
-        n++;
+        bool dropped = drops && dropped_by_converter(t->name);
+        n += !dropped;
         if (arr) {
-            json_array_append_new(arr, json_pack("{s:o, s:s, s:o}", "name", cli_json_str(t->name),
-                                                 "type", type_str(t->type), "ne", cli_json_ne(t)));
+            json_array_append_new(arr, json_pack("{s:o, s:s, s:o, s:b}", "name",
+                                                 cli_json_str(t->name), "type", type_str(t->type),
+                                                 "ne", cli_json_ne(t), "dropped_by_converter",
+                                                 dropped));
             continue;
         }
         char shape[96];
         cli_shape(t, shape, sizeof shape);
         printf("only in %s: ", label);
         cli_print_str(stdout, t->name, 200);
-        printf("  [%s, %s]\n", type_str(t->type), shape);
+        printf("  [%s, %s]%s\n", type_str(t->type), shape,
+               dropped ? " (the converter drops it: computed at load time)" : "");
     }
     return n;
 }
@@ -631,8 +645,8 @@ static int run(int argc, char **argv)
     json_t *only_a = json ? json_array() : NULL, *only_b = json ? json_array() : NULL;
     if (!json)
         printf("\n");
-    uint64_t n_only_a = one_sided(fa, pl.used_a, "A", only_a);
-    uint64_t n_only_b = one_sided(fb, pl.used_b, "B", only_b);
+    uint64_t n_only_a = one_sided(fa, pl.used_a, pl.cross && pl.a_is_st, "A", only_a);
+    uint64_t n_only_b = one_sided(fb, pl.used_b, pl.cross && !pl.a_is_st, "B", only_b);
     /* The source side must be accounted for: safetensors in a conversion, both otherwise. */
     bool missing = pl.cross ? (pl.a_is_st ? n_only_a : n_only_b) != 0 : n_only_a + n_only_b != 0;
     bool ok = count[ST_DIFFERS] + count[ST_SHAPE] + count[ST_ERROR] == 0 && !missing;
