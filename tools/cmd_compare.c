@@ -47,21 +47,23 @@ static const char help[] =
 
 /* ---- names: Hugging Face <-> llama.cpp --------------------------------------------------- */
 
+/* perm: whether llama.cpp permutes the rows (by n_head for the query, n_head_kv for the key) */
+enum { PERM_NONE, PERM_Q, PERM_K };
+
 static const struct part {
     const char *hf, *gguf;
+    int perm;
 } layer_parts[] = {
-    {"self_attn.q_proj", "attn_q"},   {"self_attn.k_proj", "attn_k"},
-    {"self_attn.v_proj", "attn_v"},   {"self_attn.o_proj", "attn_output"},
-    {"mlp.gate_proj", "ffn_gate"},    {"mlp.up_proj", "ffn_up"},
-    {"mlp.down_proj", "ffn_down"},    {"input_layernorm", "attn_norm"},
-    {"post_attention_layernorm", "ffn_norm"},
+    {"self_attn.q_proj", "attn_q", PERM_Q},  {"self_attn.k_proj", "attn_k", PERM_K},
+    {"self_attn.v_proj", "attn_v", 0},       {"self_attn.o_proj", "attn_output", 0},
+    {"mlp.gate_proj", "ffn_gate", 0},        {"mlp.up_proj", "ffn_up", 0},
+    {"mlp.down_proj", "ffn_down", 0},        {"input_layernorm", "attn_norm", 0},
+    {"post_attention_layernorm", "ffn_norm", 0},
 }, top_parts[] = {
-    {"model.embed_tokens", "token_embd"},
-    {"model.norm", "output_norm"},
-    {"lm_head", "output"},
+    {"model.embed_tokens", "token_embd", 0},
+    {"model.norm", "output_norm", 0},
+    {"lm_head", "output", 0},
 };
-
-enum { PERM_NONE, PERM_Q, PERM_K };
 
 /* The llama.cpp name of a Hugging Face tensor name, into out; false when there is none. *perm
  * says whether it is a query or key projection (weight or bias). */
@@ -94,7 +96,7 @@ static bool hf_to_gguf(tm_str name, char *out, size_t cap, int *perm)
     for (size_t i = 0; i < sizeof layer_parts / sizeof layer_parts[0]; i++) {
         if (strlen(layer_parts[i].hf) != part_len || strncmp(part, layer_parts[i].hf, part_len) != 0)
             continue;
-        *perm = i == 0 ? PERM_Q : i == 1 ? PERM_K : PERM_NONE;
+        *perm = layer_parts[i].perm;
         return snprintf(out, cap, "blk.%llu.%s%s", block, layer_parts[i].gguf, suffix) < (int)cap;
     }
     return false;
