@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1002,3 +1004,45 @@ Test(gguf, unreadable_key_names_the_entry_before)
                 "metadata entry 1 of 2 (after 'llama.rope.freq_base'): key length");
     tb_free(&b);
 }
+
+/* A count the file can back (a 16 GiB sparse file holds 500 million minimal infos) but entries
+ * that stop after one: the walk must fail on the bad entry, not run out of memory allocating
+ * for the count. The address space is capped at what is mapped now plus 256 MiB, so an array
+ * sized by the count (60 GB) cannot be allocated. (Not under ASan: its shadow memory needs
+ * the address space.) */
+#if !defined(__SANITIZE_ADDRESS__)
+Test(gguf, memory_follows_entries_not_counts)
+{
+    char path[] = "/tmp/tm_test_sparse_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    unlink(path);
+    const uint64_t size = (uint64_t)16 << 30;
+    tb b = {0};
+    tb_head(&b, 3, 500000000, 0);
+    tb_info(&b, "first", 1, NE32, TM_TYPE_F32, 0);
+    const size_t second_at = b.len; /* then zeros: a name of length 0 */
+    cr_assert_eq(pwrite(fd, b.p, b.len, 0), (ssize_t)b.len);
+    cr_assert_eq(ftruncate(fd, (off_t)size), 0);
+    const void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    cr_assert_neq(map, MAP_FAILED);
+    close(fd);
+
+    unsigned long vm_pages = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    cr_assert_not_null(statm);
+    cr_assert_eq(fscanf(statm, "%lu", &vm_pages), 1);
+    fclose(statm);
+    const rlim_t cap = (rlim_t)vm_pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)256 << 20);
+    struct rlimit rl = {cap, cap};
+    cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
+
+    tm_file *f = NULL;
+    tm_error err;
+    cr_assert_eq(tm_open_buffer(map, size, 0, &f, &err), TM_BAD_VALUE, "%s: %s",
+                 tm_status_name(err.code), err.message);
+    cr_assert_eq(err.offset, second_at);
+    cr_assert(strstr(err.message, "tensor info 1 of 500000000"), "%s", err.message);
+    tb_free(&b);
+}
+#endif
