@@ -540,6 +540,53 @@ static uint64_t one_sided(const tm_file *f, const bool *used, bool drops, const 
 
 /* ---- the command ------------------------------------------------------------------------------ */
 
+/* What the summary adds up. */
+typedef struct totals {
+    uint64_t count[5];        /* pairs by status */
+    uint64_t n_permuted, n_a, n_b, only_a, only_b;
+    bool ok;
+} totals;
+
+static json_t *summary_json(const tm_file *fa, const tm_file *fb, const plan *pl,
+                            const totals *t, double tol)
+{
+    return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, "
+                     "s:I, s:f, s:b}",
+                     "format_a", format_name(fa), "format_b", format_name(fb), "names_mapped",
+                     pl->cross, "tensors_a", cli_json_u64(t->n_a), "tensors_b",
+                     cli_json_u64(t->n_b), "pairs", cli_json_u64(pl->n_pairs), "exact",
+                     cli_json_u64(t->count[ST_EXACT]), "within_tolerance",
+                     cli_json_u64(t->count[ST_WITHIN]), "differing",
+                     cli_json_u64(t->count[ST_DIFFERS]), "shape_mismatch",
+                     cli_json_u64(t->count[ST_SHAPE]), "errors", cli_json_u64(t->count[ST_ERROR]),
+                     "only_a", cli_json_u64(t->only_a), "only_b", cli_json_u64(t->only_b),
+                     "rows_unpermuted", cli_json_u64(t->n_permuted), "n_head",
+                     (json_int_t)pl->n_head, "n_head_kv", (json_int_t)pl->n_head_kv, "tolerance",
+                     tol, "match", t->ok);
+}
+
+/* The audit's table, as the blog draws it. */
+static void print_summary(const plan *pl, const totals *t, double tol)
+{
+    const uint64_t *c = t->count;
+    printf("\nsummary\n");
+    printf("  %-36s %" PRIu64 " / %" PRIu64 "\n", "tensors of A accounted for", t->n_a - t->only_a,
+           t->n_a);
+    printf("  %-36s %" PRIu64 " / %" PRIu64 "\n", "tensors of B accounted for", t->n_b - t->only_b,
+           t->n_b);
+    if (pl->cross)
+        printf("  %-36s %zu pairs\n", "names mapped (Hugging Face to GGUF)", pl->n_pairs);
+    if (pl->permute)
+        printf("  %-36s undone for %" PRIu64 " tensors\n", "q/k row permutation", t->n_permuted);
+    printf("  %-36s %" PRIu64 " / %zu\n", "exact matches", c[ST_EXACT], pl->n_pairs);
+    if (tol > 0)
+        printf("  %-36s %" PRIu64 " more\n", "within the tolerance", c[ST_WITHIN]);
+    if (c[ST_DIFFERS] + c[ST_SHAPE] + c[ST_ERROR])
+        printf("  %-36s %" PRIu64 " differ, %" PRIu64 " in shape, %" PRIu64 " not compared\n",
+               "mismatches", c[ST_DIFFERS], c[ST_SHAPE], c[ST_ERROR]);
+    printf("  %-36s %s\n", "result", t->ok ? "match" : "MISMATCH");
+}
+
 /* The llama head counts from the GGUF side; false (with a message) when they are missing. */
 static bool head_counts(const tm_file *gg, uint64_t *n_head, uint64_t *n_head_kv)
 {
@@ -595,10 +642,9 @@ static int run(int argc, char **argv)
     tm_format fmt_a = tm_file_layout(fa)->format, fmt_b = tm_file_layout(fb)->format;
     pl.cross = fmt_a != fmt_b;
     pl.a_is_st = fmt_a == TM_FORMAT_SAFETENSORS;
-    tm_str arch = {NULL, 0};
     if (pl.cross) {
         const tm_file *gg = pl.a_is_st ? fb : fa;
-        arch = tm_architecture(gg);
+        tm_str arch = tm_architecture(gg);
         pl.permute = arch.len == 5 && memcmp(arch.ptr, "llama", 5) == 0;
         if (pl.permute && !head_counts(gg, &pl.n_head, &pl.n_head_kv))
             goto out;
@@ -633,12 +679,12 @@ static int run(int argc, char **argv)
         printf("\n");
     }
 
-    uint64_t count[5] = {0}, n_permuted = 0;
+    totals t = {.n_a = na, .n_b = nb};
     for (size_t i = 0; i < pl.n_pairs; i++) {
         stats s;
         enum status st = compare_pair(&pl.pairs[i], &bf, tol, &s);
-        count[st]++;
-        n_permuted += pl.pairs[i].n_head != 0;
+        t.count[st]++;
+        t.n_permuted += pl.pairs[i].n_head != 0;
         if (json)
             json_array_append_new(jpairs, pair_json(&pl.pairs[i], st, &s));
         else
@@ -647,46 +693,23 @@ static int run(int argc, char **argv)
     json_t *only_a = json ? json_array() : NULL, *only_b = json ? json_array() : NULL;
     if (!json)
         printf("\n");
-    uint64_t n_only_a = one_sided(fa, pl.used_a, pl.cross && pl.a_is_st, "A", only_a);
-    uint64_t n_only_b = one_sided(fb, pl.used_b, pl.cross && !pl.a_is_st, "B", only_b);
+    t.only_a = one_sided(fa, pl.used_a, pl.cross && pl.a_is_st, "A", only_a);
+    t.only_b = one_sided(fb, pl.used_b, pl.cross && !pl.a_is_st, "B", only_b);
     /* The source side must be accounted for: safetensors in a conversion, both otherwise. */
-    bool missing = pl.cross ? (pl.a_is_st ? n_only_a : n_only_b) != 0 : n_only_a + n_only_b != 0;
-    bool ok = count[ST_DIFFERS] + count[ST_SHAPE] + count[ST_ERROR] == 0 && !missing;
-    uint64_t matched = count[ST_EXACT] + count[ST_WITHIN];
-
+    bool missing = pl.cross ? (pl.a_is_st ? t.only_a : t.only_b) != 0 : t.only_a + t.only_b != 0;
+    t.ok = t.count[ST_DIFFERS] + t.count[ST_SHAPE] + t.count[ST_ERROR] == 0 && !missing;
     if (json) {
         json_object_set_new(root, "only_a", only_a);
         json_object_set_new(root, "only_b", only_b);
-        json_object_set_new(root, "summary", json_pack(
-            "{s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:b}",
-            "format_a", format_name(fa), "format_b", format_name(fb), "names_mapped", pl.cross,
-            "tensors_a", cli_json_u64(na), "tensors_b", cli_json_u64(nb),
-            "pairs", cli_json_u64(pl.n_pairs), "exact", cli_json_u64(count[ST_EXACT]),
-            "within_tolerance", cli_json_u64(count[ST_WITHIN]),
-            "differing", cli_json_u64(count[ST_DIFFERS]), "shape_mismatch", cli_json_u64(count[ST_SHAPE]),
-            "errors", cli_json_u64(count[ST_ERROR]), "only_a", cli_json_u64(n_only_a),
-            "only_b", cli_json_u64(n_only_b), "rows_unpermuted", cli_json_u64(n_permuted),
-            "tolerance", tol, "match", ok));
+        json_object_set_new(root, "summary", summary_json(fa, fb, &pl, &t, tol));
         rc = cli_json_emit(root);
         root = NULL;
-        if (rc == CLI_OK && !ok)
-            rc = CLI_FAIL;
-        goto out;
+    } else {
+        print_summary(&pl, &t, tol);
+        rc = cli_finish_output(CLI_OK);
     }
-    printf("\nsummary\n");
-    printf("  %-36s %" PRIu64 " / %" PRIu64 "\n", "tensors of A accounted for", na - n_only_a, na);
-    printf("  %-36s %" PRIu64 " / %" PRIu64 "\n", "tensors of B accounted for", nb - n_only_b, nb);
-    if (pl.cross)
-        printf("  %-36s %zu pairs\n", "names mapped (Hugging Face to GGUF)", pl.n_pairs);
-    if (pl.permute)
-        printf("  %-36s undone for %" PRIu64 " tensors\n", "q/k row permutation", n_permuted);
-    printf("  %-36s %" PRIu64 " / %zu\n", tol > 0 ? "matches within tolerance" : "exact matches",
-           tol > 0 ? matched : count[ST_EXACT], pl.n_pairs);
-    if (count[ST_DIFFERS] + count[ST_SHAPE] + count[ST_ERROR])
-        printf("  %-36s %" PRIu64 " differ, %" PRIu64 " in shape, %" PRIu64 " not compared\n",
-               "mismatches", count[ST_DIFFERS], count[ST_SHAPE], count[ST_ERROR]);
-    printf("  %-36s %s\n", "result", ok ? "match" : "MISMATCH");
-    rc = cli_finish_output(ok ? CLI_OK : CLI_FAIL);
+    if (rc == CLI_OK && !t.ok)
+        rc = CLI_FAIL;
 out:
     json_decref(root);
     free(bf.a);
