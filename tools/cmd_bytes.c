@@ -16,7 +16,9 @@ static const char help[] =
     "entry, each tensor info, the padding, the start of the tensor data). Arrays show their\n"
     "first elements, then a line saying how many were skipped.\n"
     "\n"
-    "  --all     every element of every array\n"
+    "  --all     every field: each entry and tensor info taken apart (key length, key, value\n"
+    "            type, value; name length, name, n_dims, ne, type, offset), and every element\n"
+    "            of every array\n"
     "  --json    a JSON array of {offset, size, hex, field}\n";
 
 enum { HEX_SHOWN = 12, ELEMS_SHOWN = 3 };
@@ -90,6 +92,83 @@ static void array_elements(out *o, const tm_kv *kv, bool all)
               "... %" PRIu64 " more elements skipped (--all shows them)", kv->count - shown);
 }
 
+/* A scalar value in words, for --all. */
+static void value_text(const tm_kv *kv, char *buf, size_t size)
+{
+    tm_value v;
+    buf[0] = '\0';
+    if (tm_kv_value(kv, &v) != TM_OK)
+        return;
+    switch (v.type) {
+    case TM_V_U8:
+    case TM_V_U16:
+    case TM_V_U32:
+    case TM_V_U64:
+        snprintf(buf, size, "%" PRIu64, v.as.u);
+        break;
+    case TM_V_I8:
+    case TM_V_I16:
+    case TM_V_I32:
+    case TM_V_I64:
+        snprintf(buf, size, "%" PRId64, v.as.i);
+        break;
+    case TM_V_F32:
+        snprintf(buf, size, "%.9g", v.as.f);
+        break;
+    case TM_V_F64:
+        snprintf(buf, size, "%.17g", v.as.f);
+        break;
+    case TM_V_BOOL:
+        snprintf(buf, size, "%s", v.as.b ? "true" : "false");
+        break;
+    case TM_V_STRING:
+    case TM_V_ARRAY:
+    default:
+        break;
+    }
+}
+
+/* --all: a metadata entry taken apart field by field: key length, key, value type, value. */
+static void kv_parts(out *o, const tm_kv *kv)
+{
+    char text[128];
+    uint64_t at = kv->offset;
+    field(o, at, 8, 2, "the key is %" PRIu64 " bytes long", kv->key.len);
+    field(o, at + 8, kv->key.len, 2, "\"%s\"", label(kv->key, text, sizeof text));
+    at += 8 + kv->key.len;
+    field(o, at, 4, 2, "value type %u = %s", (unsigned)kv->type, tm_vtype_name(kv->type));
+    at += 4;
+    if (kv->type == TM_V_STRING) {
+        tm_str v = {(const char *)kv->data, kv->data_bytes};
+        field(o, at, 8, 2, "the value is %" PRIu64 " bytes long", kv->data_bytes);
+        field(o, at + 8, kv->data_bytes, 2, "\"%s\"", label(v, text, sizeof text));
+    } else if (kv->type == TM_V_ARRAY) {
+        field(o, at, 4, 2, "element type %u = %s", (unsigned)kv->elem_type,
+              tm_vtype_name(kv->elem_type));
+        field(o, at + 4, 8, 2, "%" PRIu64 " elements", kv->count);
+    } else {
+        value_text(kv, text, sizeof text);
+        field(o, at, kv->data_bytes, 2, "the value: %s", text);
+    }
+}
+
+/* --all: a tensor info taken apart: name length, name, n_dims, each ne, type, offset. */
+static void info_parts(out *o, const tm_tensor *t)
+{
+    char text[128];
+    uint64_t at = t->info_offset;
+    field(o, at, 8, 2, "the name is %" PRIu64 " bytes long", t->name.len);
+    field(o, at + 8, t->name.len, 2, "\"%s\"", label(t->name, text, sizeof text));
+    at += 8 + t->name.len;
+    field(o, at, 4, 2, "%" PRIu32 " dimensions", t->n_dims);
+    at += 4;
+    for (uint32_t d = 0; d < t->n_dims; d++, at += 8)
+        field(o, at, 8, 2, "ne[%" PRIu32 "] = %" PRIu64, d, t->ne[d]);
+    const char *tn = tm_type_name(t->type);
+    field(o, at, 4, 2, "type %u = %s", (unsigned)t->type, tn ? tn : "unknown");
+    field(o, at + 4, 8, 2, "offset %" PRIu64 " from the data start", t->offset);
+}
+
 static void gguf_fields(out *o, const tm_file *f, bool all)
 {
     const tm_layout *l = tm_file_layout(f);
@@ -107,6 +186,8 @@ static void gguf_fields(out *o, const tm_file *f, bool all)
         else
             field(o, kv->offset, kv->n_bytes, 0, "metadata %" PRIu64 ": %s (%s)", i,
                   label(kv->key, name, sizeof name), tm_vtype_name(kv->type));
+        if (all)
+            kv_parts(o, kv);
         if (kv->type == TM_V_ARRAY && kv->elem_type != TM_V_ARRAY)
             array_elements(o, kv, all);
     }
@@ -114,6 +195,8 @@ static void gguf_fields(out *o, const tm_file *f, bool all)
         const tm_tensor *t = tm_tensor_at(f, i);
         field(o, t->info_offset, t->info_bytes, 0, "info record %" PRIu64 ": %s", i,
               label(t->name, name, sizeof name));
+        if (all)
+            info_parts(o, t);
     }
     field(o, l->infos_end, l->padding, 0, "padding up to the %s alignment of %" PRIu32,
           l->alignment_declared ? "declared" : "default", l->alignment);
