@@ -2,12 +2,14 @@
  * builder (helpers.h), which also says where the broken field is, so the expected offset never
  * comes from the parser. Plus the valid shapes the walk must accept. */
 #include "helpers.h"
+#include "internal.h" /* tm__hash_bytes */
 
 #include <criterion/criterion.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1046,3 +1048,26 @@ Test(gguf, memory_follows_entries_not_counts)
     tb_free(&b);
 }
 #endif
+
+/* The name hash is keyed per process, so a file cannot be crafted offline to make every name
+ * land in one slot: two processes hash the same name differently. (The children are forked
+ * before this process hashes anything, so neither inherits a chosen key.) */
+Test(gguf, hash_is_keyed_per_process)
+{
+    uint64_t h[2];
+    for (int i = 0; i < 2; i++) {
+        int p[2];
+        cr_assert_eq(pipe(p), 0);
+        const pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+            const uint64_t v = tm__hash_bytes("blk.0.attn_q.weight", 19);
+            _exit(write(p[1], &v, sizeof v) == (ssize_t)sizeof v ? 0 : 1);
+        }
+        close(p[1]);
+        cr_assert_eq(read(p[0], &h[i], sizeof h[i]), (ssize_t)sizeof h[i]);
+        close(p[0]);
+        waitpid(pid, NULL, 0);
+    }
+    cr_assert_neq(h[0], h[1]);
+}
