@@ -33,6 +33,42 @@ typedef struct tm__kernels {
     tm__dequant_fn *fn[TM__SLOTS];  /* NULL: fall back to the scalar kernel */
 } tm__kernels;
 
+/* ---- block fields read the same way by every kernel file ----------------------------------
+ * static inline: each kernel file compiles its own copy with its own flags, so no AVX-512 code
+ * can be reached from a file that has not checked the CPU. */
+
+static inline uint32_t tm__rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The 6-bit scale and min of group g (0..7) of q4_K / q5_K, packed in 12 bytes: groups 0..3
+ * in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); groups 4..7 in the nibbles of bytes
+ * 8..11 with their top two bits in bits 6..7 of bytes 0..7. */
+static inline void tm__k4_scale_min(const uint8_t *s, int g, unsigned *sc, unsigned *m)
+{
+    if (g < 4) {
+        *sc = s[g] & 63u;
+        *m = s[g + 4] & 63u;
+    } else {
+        *sc = (s[g + 4] & 15u) | (unsigned)(s[g - 4] >> 6) << 4;
+        *m = (unsigned)(s[g + 4] >> 4) | (unsigned)(s[g] >> 6) << 4;
+    }
+}
+
+/* The sixteen 6-bit scales of q3_K (0..63, before ggml's "- 32"): low 4 bits in bytes 0..7,
+ * high 2 bits in bytes 8..11, unpacked as ggml does with three little-endian words. Byte k of
+ * the four result words (little-endian) is scale k. */
+static inline void tm__q3_K_scale_words(const uint8_t *s12, uint32_t w[4])
+{
+    const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    const uint32_t a0 = tm__rd32(s12), a1 = tm__rd32(s12 + 4), a2 = tm__rd32(s12 + 8);
+    w[0] = (a0 & m4) | ((a2 >> 0 & m2) << 4);
+    w[1] = (a1 & m4) | ((a2 >> 2 & m2) << 4);
+    w[2] = (a0 >> 4 & m4) | ((a2 >> 4 & m2) << 4);
+    w[3] = (a1 >> 4 & m4) | ((a2 >> 6 & m2) << 4);
+}
+
 extern const tm__kernels tm__kernels_scalar;
 #if defined(__x86_64__)
 extern const tm__kernels tm__kernels_avx2;

@@ -27,11 +27,6 @@ static uint32_t f32_bits(float f)
 
 static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* IEEE half -> float, exact for every pattern. A NaN keeps its payload (shifted into the top of
  * the float mantissa) and comes out quiet, as F16C's vcvtph2ps and ggml's scalar conversion
  * (whose multiply quiets a signalling NaN) both do. */
@@ -106,7 +101,7 @@ static void dequant_q5_0_scalar(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
         const float d = rdh(b);
-        const uint32_t qh = rd32(b + 2);
+        const uint32_t qh = tm__rd32(b + 2);
         for (int j = 0; j < 16; j++) {
             const int lo = (int)((b[6 + j] & 15) | ((qh >> j) & 1) << 4) - 16;
             const int hi = (int)((b[6 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16;
@@ -122,7 +117,7 @@ static void dequant_q5_1_scalar(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
         const float d = rdh(b), m = rdh(b + 2);
-        const uint32_t qh = rd32(b + 4);
+        const uint32_t qh = tm__rd32(b + 4);
         for (int j = 0; j < 16; j++) {
             const uint32_t lo = (b[8 + j] & 15u) | ((qh >> j) & 1) << 4;
             const uint32_t hi = (b[8 + j] >> 4u) | ((qh >> (j + 16)) & 1) << 4;
@@ -166,18 +161,11 @@ static void dequant_q2_K_scalar(const void *src, float *dst, size_t n)
     }
 }
 
-/* The sixteen 6-bit scales of q3_K: low 4 bits in bytes 0..7 (two per byte), high 2 bits in
- * bytes 8..11, unpacked exactly as ggml does with three little-endian words. */
+/* The sixteen signed scales of q3_K. */
 static void q3_K_scales(const uint8_t *s12, int8_t out[16])
 {
-    const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-    const uint32_t a0 = rd32(s12), a1 = rd32(s12 + 4), a2 = rd32(s12 + 8);
-    const uint32_t w[4] = {
-        (a0 & m4) | ((a2 >> 0 & m2) << 4),
-        (a1 & m4) | ((a2 >> 2 & m2) << 4),
-        (a0 >> 4 & m4) | ((a2 >> 4 & m2) << 4),
-        (a1 >> 4 & m4) | ((a2 >> 6 & m2) << 4),
-    };
+    uint32_t w[4];
+    tm__q3_K_scale_words(s12, w);
     for (int k = 0; k < 16; k++)
         out[k] = (int8_t)((int)(w[k / 4] >> (8 * (k % 4)) & 0xff) - 32);
 }
@@ -208,18 +196,6 @@ static void dequant_q3_K_scalar(const void *src, float *dst, size_t n)
     }
 }
 
-/* The 6-bit scale and min of group g (0..7) of q4_K / q5_K, packed in 12 bytes. */
-static void k4_scale_min(const uint8_t *s, int g, unsigned *sc, unsigned *m)
-{
-    if (g < 4) {
-        *sc = s[g] & 63u;
-        *m = s[g + 4] & 63u;
-    } else {
-        *sc = (s[g + 4] & 15u) | (unsigned)(s[g - 4] >> 6) << 4;
-        *m = (unsigned)(s[g + 4] >> 4) | (unsigned)(s[g] >> 6) << 4;
-    }
-}
-
 /* q4_K, 144 bytes: d @0, dmin @2, scales[12] @4, qs[128] @16. Pair p of groups reads
  * qs[32p..32p+31]: group 2p the low nibbles, 2p+1 the high. Value (d*sc) * q - (dmin*m). */
 static void dequant_q4_K_scalar(const void *src, float *dst, size_t n)
@@ -230,9 +206,9 @@ static void dequant_q4_K_scalar(const void *src, float *dst, size_t n)
         const uint8_t *q = b + 16;
         for (int p = 0; p < 4; p++, q += 32, dst += 64) {
             unsigned sc, m;
-            k4_scale_min(b + 4, 2 * p, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p, &sc, &m);
             const float d1 = d * (float)sc, m1 = dmin * (float)m;
-            k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
             const float d2 = d * (float)sc, m2 = dmin * (float)m;
             for (int l = 0; l < 32; l++)
                 dst[l] = d1 * (float)(q[l] & 15) - m1;
@@ -252,9 +228,9 @@ static void dequant_q5_K_scalar(const void *src, float *dst, size_t n)
         const uint8_t *qh = b + 16, *q = b + 48;
         for (int p = 0; p < 4; p++, q += 32, dst += 64) {
             unsigned sc, m;
-            k4_scale_min(b + 4, 2 * p, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p, &sc, &m);
             const float d1 = d * (float)sc, m1 = dmin * (float)m;
-            k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
             const float d2 = d * (float)sc, m2 = dmin * (float)m;
             for (int l = 0; l < 32; l++)
                 dst[l] = d1 * (float)((q[l] & 15) + ((qh[l] >> (2 * p)) & 1) * 16) - m1;

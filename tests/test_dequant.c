@@ -2,6 +2,7 @@
  * bit, on every instruction-set path this machine has), every SIMD kernel against the scalar
  * one on fresh random blocks at the edges of memory, hand-built blocks whose values are known
  * by construction, the threaded whole-tensor path, and the API's refusals. */
+#include "dequant_nan.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>
@@ -197,34 +198,6 @@ static uint64_t fresh_seed(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32;
-}
-
-/* Where a type keeps the second half-float of a block (the min or dmin), or -1. When both the
- * scale and the min are NaN, "q * d + m" has two NaN operands, and IEEE 754 leaves open which
- * payload comes out: the hardware returns its first operand's, and the compiler is free to
- * commute an addition, so scalar and SIMD code may legitimately pick different payloads. The
- * random blocks therefore never hold a NaN min (every other pattern, infinities included, is
- * drawn); single-NaN inputs are still compared payload and all. */
-static int min_offset(tm_type type)
-{
-    switch (type) {
-    case TM_TYPE_Q4_1: case TM_TYPE_Q5_1: case TM_TYPE_Q4_K: case TM_TYPE_Q5_K: return 2;
-    case TM_TYPE_Q2_K: return 82;
-    default: return -1;
-    }
-}
-
-static void no_nan_min(tm_type type, uint8_t *blocks, size_t n_blocks)
-{
-    const int off = min_offset(type);
-    if (off < 0)
-        return;
-    const size_t bb = tm_type_block_bytes(type);
-    for (size_t i = 0; i < n_blocks; i++) {
-        uint8_t *h = blocks + i * bb + (size_t)off; /* h[1] holds the exponent bits 0x7c */
-        if ((h[1] & 0x7c) == 0x7c && ((h[1] & 3) || h[0]))
-            h[1] &= 0xbf; /* a finite half instead */
-    }
 }
 
 /* A region whose last byte is followed by an unmapped (PROT_NONE) page. */

@@ -18,13 +18,6 @@ static float half(const uint8_t *p)
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 /* 16 signed bytes -> 16 floats times d, into dst[0..15] */
 static void s8x16_mul(float *dst, int8x16_t q, float32x4_t d)
 {
@@ -109,7 +102,7 @@ static void dequant_q5_0_neon(const void *src, float *dst, size_t n)
     const int8x16_t k16 = vdupq_n_s8(16);
     for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
         const float32x4_t d = vdupq_n_f32(half(b));
-        const uint32_t qh = rd32(b + 2);
+        const uint32_t qh = tm__rd32(b + 2);
         const uint8x16_t x = vld1q_u8(b + 6);
         const uint8x16_t lo = vorrq_u8(vandq_u8(x, vdupq_n_u8(15)), q5_high(qh & 0xffff));
         const uint8x16_t hi = vorrq_u8(vshrq_n_u8(x, 4), q5_high(qh >> 16));
@@ -123,7 +116,7 @@ static void dequant_q5_1_neon(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
         const float32x4_t d = vdupq_n_f32(half(b)), m = vdupq_n_f32(half(b + 2));
-        const uint32_t qh = rd32(b + 4);
+        const uint32_t qh = tm__rd32(b + 4);
         const uint8x16_t x = vld1q_u8(b + 8);
         u8x16_mul_add(dst, vorrq_u8(vandq_u8(x, vdupq_n_u8(15)), q5_high(qh & 0xffff)), d, m, 0);
         u8x16_mul_add(dst + 16, vorrq_u8(vshrq_n_u8(x, 4), q5_high(qh >> 16)), d, m, 0);
@@ -142,17 +135,6 @@ static void dequant_q8_0_neon(const void *src, float *dst, size_t n)
 
 /* ---- 256-element super-blocks -------------------------------------------------------------- */
 
-static void k4_scale_min(const uint8_t *s, int g, unsigned *sc, unsigned *m)
-{
-    if (g < 4) {
-        *sc = s[g] & 63u;
-        *m = s[g + 4] & 63u;
-    } else {
-        *sc = (s[g + 4] & 15u) | (unsigned)(s[g - 4] >> 6) << 4;
-        *m = (unsigned)(s[g + 4] >> 4) | (unsigned)(s[g] >> 6) << 4;
-    }
-}
-
 /* q4_K: (d * sc) * q - (dmin * m). */
 static void dequant_q4_K_neon(const void *src, float *dst, size_t n)
 {
@@ -162,9 +144,9 @@ static void dequant_q4_K_neon(const void *src, float *dst, size_t n)
         const uint8_t *qs = b + 16;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
             unsigned sc, m;
-            k4_scale_min(b + 4, 2 * p, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p, &sc, &m);
             const float32x4_t d1 = vdupq_n_f32(d * (float)sc), m1 = vdupq_n_f32(dmin * (float)m);
-            k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
             const float32x4_t d2 = vdupq_n_f32(d * (float)sc), m2 = vdupq_n_f32(dmin * (float)m);
             const uint8x16_t x0 = vld1q_u8(qs), x1 = vld1q_u8(qs + 16);
             u8x16_mul_add(dst, vandq_u8(x0, vdupq_n_u8(15)), d1, m1, 1);
@@ -185,9 +167,9 @@ static void dequant_q5_K_neon(const void *src, float *dst, size_t n)
         const uint8_t *qh = b + 16, *qs = b + 48;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
             unsigned sc, m;
-            k4_scale_min(b + 4, 2 * p, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p, &sc, &m);
             const float32x4_t d1 = vdupq_n_f32(d * (float)sc), m1 = vdupq_n_f32(dmin * (float)m);
-            k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
             const float32x4_t d2 = vdupq_n_f32(d * (float)sc), m2 = vdupq_n_f32(dmin * (float)m);
             const uint8x16_t b1 = vdupq_n_u8((uint8_t)(1u << (2 * p))), b2 = vdupq_n_u8((uint8_t)(2u << (2 * p)));
             for (int l = 0; l < 32; l += 16) {
@@ -227,11 +209,8 @@ static void dequant_q3_K_neon(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     const uint8x16_t m2 = vdupq_n_u8(3), k4 = vdupq_n_u8(4);
     for (size_t i = 0; i < n; i++, b += 110) {
-        const uint32_t m4 = 0x0f0f0f0fu, mm2 = 0x03030303u;
-        const uint32_t a0 = rd32(b + 96), a1 = rd32(b + 100), a2 = rd32(b + 104);
-        const uint32_t w[4] = { (a0 & m4) | ((a2 & mm2) << 4), (a1 & m4) | ((a2 >> 2 & mm2) << 4),
-                                (a0 >> 4 & m4) | ((a2 >> 4 & mm2) << 4),
-                                (a1 >> 4 & m4) | ((a2 >> 6 & mm2) << 4) };
+        uint32_t w[4];
+        tm__q3_K_scale_words(b + 96, w);
         const float d = half(b + 108);
         const uint8x16_t hm[2] = { vld1q_u8(b), vld1q_u8(b + 16) };
         for (int h = 0, g = 0; h < 2; h++) {

@@ -18,13 +18,6 @@ static float half(const uint8_t *p)
     return _cvtsh_ss(h);
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 static __m128i ld128(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
 static __m256i ld256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
 
@@ -129,7 +122,7 @@ static void dequant_q5_0_avx2(const void *src, float *dst, size_t n)
     for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
         const __m256 d = _mm256_set1_ps(half(b));
         __m256 v[4];
-        quarters_i8(_mm256_sub_epi8(q5_bytes(b + 6, rd32(b + 2)), _mm256_set1_epi8(16)), v);
+        quarters_i8(_mm256_sub_epi8(q5_bytes(b + 6, tm__rd32(b + 2)), _mm256_set1_epi8(16)), v);
         for (int k = 0; k < 4; k++)
             _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(v[k], d));
     }
@@ -142,7 +135,7 @@ static void dequant_q5_1_avx2(const void *src, float *dst, size_t n)
     for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
         const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));
         __m256 v[4];
-        quarters_u8(q5_bytes(b + 8, rd32(b + 4)), v);
+        quarters_u8(q5_bytes(b + 8, tm__rd32(b + 4)), v);
         for (int k = 0; k < 4; k++)
             _mm256_storeu_ps(dst + 8 * k, _mm256_add_ps(_mm256_mul_ps(v[k], d), m));
     }
@@ -203,11 +196,8 @@ static void dequant_q3_K_avx2(const void *src, float *dst, size_t n)
     const __m256 q = _mm256_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3);
     const __m256i three = _mm256_set1_epi32(3), four = _mm256_set1_epi32(4);
     for (size_t i = 0; i < n; i++, b += 110) {
-        const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-        const uint32_t a0 = rd32(b + 96), a1 = rd32(b + 100), a2 = rd32(b + 104);
-        const uint32_t w[4] = { (a0 & m4) | ((a2 & m2) << 4), (a1 & m4) | ((a2 >> 2 & m2) << 4),
-                                (a0 >> 4 & m4) | ((a2 >> 4 & m2) << 4),
-                                (a1 >> 4 & m4) | ((a2 >> 6 & m2) << 4) };
+        uint32_t w[4];
+        tm__q3_K_scale_words(b + 96, w);
         const float d = half(b + 108);
         const __m256i hm[4] = { u8x8(b), u8x8(b + 8), u8x8(b + 16), u8x8(b + 24) };
         for (int h = 0, g = 0; h < 2; h++) {
@@ -231,18 +221,6 @@ static void dequant_q3_K_avx2(const void *src, float *dst, size_t n)
     }
 }
 
-/* The 6-bit scale and min of group g of q4_K (as the scalar kernel unpacks them). */
-static void k4_scale_min(const uint8_t *s, int g, unsigned *sc, unsigned *m)
-{
-    if (g < 4) {
-        *sc = s[g] & 63u;
-        *m = s[g + 4] & 63u;
-    } else {
-        *sc = (s[g + 4] & 15u) | (unsigned)(s[g - 4] >> 6) << 4;
-        *m = (unsigned)(s[g + 4] >> 4) | (unsigned)(s[g] >> 6) << 4;
-    }
-}
-
 /* 16 nibbles (already isolated, as bytes) -> D * q - M into dst[0..15]. */
 static void k4_store16(float *dst, __m128i q, __m256 d, __m256 m)
 {
@@ -259,9 +237,9 @@ static void dequant_q4_K_avx2(const void *src, float *dst, size_t n)
         const uint8_t *qs = b + 16;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
             unsigned sc, m;
-            k4_scale_min(b + 4, 2 * p, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p, &sc, &m);
             const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)m);
-            k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
             const __m256 d2 = _mm256_set1_ps(d * (float)sc), m2 = _mm256_set1_ps(dmin * (float)m);
             const __m128i x0 = ld128(qs), x1 = ld128(qs + 16);
             k4_store16(dst, low_nibbles(x0), d1, m1);
@@ -292,9 +270,9 @@ static void dequant_q5_K_avx2(const void *src, float *dst, size_t n)
         const uint8_t *qs = b + 48;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
             unsigned sc, m;
-            k4_scale_min(b + 4, 2 * p, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p, &sc, &m);
             const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)m);
-            k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
+            tm__k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
             const __m256 d2 = _mm256_set1_ps(d * (float)sc), m2 = _mm256_set1_ps(dmin * (float)m);
             const __m256i x = ld256(qs);
             const __m256i b1 = _mm256_set1_epi8((char)(1 << (2 * p))), b2 = _mm256_set1_epi8((char)(2 << (2 * p)));

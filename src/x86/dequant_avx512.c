@@ -24,13 +24,6 @@ static float half(const uint8_t *p)
     return _cvtsh_ss(h);
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 static __m128i ld128(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
 
 /* 16 bytes -> 16 int32 lanes, zero-extended */
@@ -110,7 +103,7 @@ static void dequant_q5_0_avx512(const void *src, float *dst, size_t n)
     for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
         const __m512 d = _mm512_set1_ps(half(b));
         const __m512 t_lo = _mm512_mul_ps(q_lo, d), t_hi = _mm512_mul_ps(q_hi, d);
-        const uint32_t qh = rd32(b + 2);
+        const uint32_t qh = tm__rd32(b + 2);
         const __m512i x = u8x16(b + 6);
         const __m512i lo = q5_index(_mm512_and_si512(x, m15), qh);
         const __m512i hi = q5_index(_mm512_srli_epi32(x, 4), qh >> 16);
@@ -130,7 +123,7 @@ static void dequant_q5_1_avx512(const void *src, float *dst, size_t n)
         const __m512 d = _mm512_set1_ps(half(b)), m = _mm512_set1_ps(half(b + 2));
         const __m512 t_lo = _mm512_add_ps(_mm512_mul_ps(q_lo, d), m);
         const __m512 t_hi = _mm512_add_ps(_mm512_mul_ps(q_hi, d), m);
-        const uint32_t qh = rd32(b + 4);
+        const uint32_t qh = tm__rd32(b + 4);
         const __m512i x = u8x16(b + 8);
         const __m512i lo = q5_index(_mm512_and_si512(x, m15), qh);
         const __m512i hi = q5_index(_mm512_srli_epi32(x, 4), qh >> 16);
@@ -193,13 +186,9 @@ static void dequant_q3_K_avx512(const void *src, float *dst, size_t n)
         _mm512_set1_epi32(4)));
     const __m512i three = _mm512_set1_epi32(3), four = _mm512_set1_epi32(4);
     for (size_t i = 0; i < n; i++, b += 110) {
-        /* the sixteen 6-bit scales, unpacked as ggml does, minus 32 */
-        const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-        const uint32_t a0 = rd32(b + 96), a1 = rd32(b + 100), a2 = rd32(b + 104);
-        const __m128i s6 = _mm_set_epi32((int)((a1 >> 4 & m4) | ((a2 >> 6 & m2) << 4)),
-                                         (int)((a0 >> 4 & m4) | ((a2 >> 4 & m2) << 4)),
-                                         (int)((a1 & m4) | ((a2 >> 2 & m2) << 4)),
-                                         (int)((a0 & m4) | ((a2 & m2) << 4)));
+        uint32_t w[4];
+        tm__q3_K_scale_words(b + 96, w);
+        const __m128i s6 = _mm_loadu_si128((const __m128i *)(const void *)w);
         float dd[16];
         _mm512_storeu_ps(dd, _mm512_mul_ps(_mm512_set1_ps(half(b + 108)), _mm512_cvtepi32_ps(
             _mm512_sub_epi32(_mm512_cvtepu8_epi32(s6), _mm512_set1_epi32(32)))));
@@ -224,7 +213,7 @@ static void dequant_q3_K_avx512(const void *src, float *dst, size_t n)
 static __m128i k4_scales_mins(const uint8_t *s12)
 {
     const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-    const uint32_t a0 = rd32(s12), a1 = rd32(s12 + 4), a2 = rd32(s12 + 8);
+    const uint32_t a0 = tm__rd32(s12), a1 = tm__rd32(s12 + 4), a2 = tm__rd32(s12 + 8);
     const uint32_t sc_lo = a0 & m6;
     const uint32_t sc_hi = (a2 & m4) | ((a0 >> 6) & m2) << 4;
     const uint32_t mn_lo = a1 & m6;
