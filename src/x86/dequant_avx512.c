@@ -60,17 +60,22 @@ DEQUANT_HALVES(dequant_bf16_avx512, bf16x16)
 
 /* ---- 32-element blocks --------------------------------------------------------------------- */
 
-/* q4_0: table T[q] = (float)(q - 8) * d; lane index = the nibble (vpermps reads bits 0..3). */
+/* 32 elements from 16 bytes of nibbles through the 16-entry table t: element j is the low
+ * nibble of byte j, element j + 16 the high nibble (vpermps reads bits 0..3 of each lane). */
+static void q4_store32(float *dst, const uint8_t *qs, __m512 t)
+{
+    const __m512i x = u8x16(qs);
+    _mm512_storeu_ps(dst, _mm512_permutexvar_ps(x, t));
+    _mm512_storeu_ps(dst + 16, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), t));
+}
+
+/* q4_0: T[q] = (float)(q - 8) * d. */
 static void dequant_q4_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 q = _mm512_sub_ps(iota16(), _mm512_set1_ps(8.0f)); /* exact: small integers */
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
-        const __m512 t = _mm512_mul_ps(q, _mm512_set1_ps(half(b)));
-        const __m512i x = u8x16(b + 2);
-        _mm512_storeu_ps(dst, _mm512_permutexvar_ps(x, t));
-        _mm512_storeu_ps(dst + 16, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), t));
-    }
+    for (size_t i = 0; i < n; i++, b += 18, dst += 32)
+        q4_store32(dst, b + 2, _mm512_mul_ps(q, _mm512_set1_ps(half(b))));
 }
 
 /* q4_1: T[q] = (float)q * d + m. */
@@ -78,37 +83,31 @@ static void dequant_q4_1_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 q = iota16();
-    for (size_t i = 0; i < n; i++, b += 20, dst += 32) {
-        const __m512 t = _mm512_add_ps(_mm512_mul_ps(q, _mm512_set1_ps(half(b))), _mm512_set1_ps(half(b + 2)));
-        const __m512i x = u8x16(b + 4);
-        _mm512_storeu_ps(dst, _mm512_permutexvar_ps(x, t));
-        _mm512_storeu_ps(dst + 16, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), t));
-    }
+    for (size_t i = 0; i < n; i++, b += 20, dst += 32)
+        q4_store32(dst, b + 4, _mm512_add_ps(_mm512_mul_ps(q, _mm512_set1_ps(half(b))),
+                                             _mm512_set1_ps(half(b + 2))));
 }
 
-/* The 5-bit index of q5_0/q5_1: nibble | the qh bit << 4, set through a mask register. */
-static __m512i q5_index(__m512i nib, uint32_t bits16)
+/* 32 five-bit elements through two 16-entry tables (t_lo for q < 16, t_hi for q >= 16, picked
+ * by vpermi2ps with bit 4 of the index): the nibbles as in q4, and bit j of qh, set through a
+ * mask register, is bit 4 of element j. */
+static void q5_store32(float *dst, const uint8_t *qs, uint32_t qh, __m512 t_lo, __m512 t_hi)
 {
-    return _mm512_mask_or_epi32(nib, (__mmask16)bits16, nib, _mm512_set1_epi32(16));
+    const __m512i x = u8x16(qs), k16 = _mm512_set1_epi32(16);
+    const __m512i lo = _mm512_and_si512(x, _mm512_set1_epi32(15)), hi = _mm512_srli_epi32(x, 4);
+    _mm512_storeu_ps(dst, _mm512_permutex2var_ps(t_lo, _mm512_mask_or_epi32(lo, (__mmask16)qh, lo, k16), t_hi));
+    _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(
+                                   t_lo, _mm512_mask_or_epi32(hi, (__mmask16)(qh >> 16), hi, k16), t_hi));
 }
 
-/* q5_0: two 16-entry tables, T[q] = (float)(q - 16) * d for q = 0..31, picked by vpermi2ps
- * (bit 4 of the index chooses the table). */
+/* q5_0: T[q] = (float)(q - 16) * d for q = 0..31. */
 static void dequant_q5_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    const __m512 q_lo = _mm512_sub_ps(iota16(), _mm512_set1_ps(16.0f));
-    const __m512 q_hi = iota16();
-    const __m512i m15 = _mm512_set1_epi32(15);
+    const __m512 q_lo = _mm512_sub_ps(iota16(), _mm512_set1_ps(16.0f)), q_hi = iota16();
     for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
         const __m512 d = _mm512_set1_ps(half(b));
-        const __m512 t_lo = _mm512_mul_ps(q_lo, d), t_hi = _mm512_mul_ps(q_hi, d);
-        const uint32_t qh = tm__rd32(b + 2);
-        const __m512i x = u8x16(b + 6);
-        const __m512i lo = q5_index(_mm512_and_si512(x, m15), qh);
-        const __m512i hi = q5_index(_mm512_srli_epi32(x, 4), qh >> 16);
-        _mm512_storeu_ps(dst, _mm512_permutex2var_ps(t_lo, lo, t_hi));
-        _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(t_lo, hi, t_hi));
+        q5_store32(dst, b + 6, tm__rd32(b + 2), _mm512_mul_ps(q_lo, d), _mm512_mul_ps(q_hi, d));
     }
 }
 
@@ -116,19 +115,11 @@ static void dequant_q5_0_avx512(const void *src, float *dst, size_t n)
 static void dequant_q5_1_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    const __m512 q_lo = iota16();
-    const __m512 q_hi = _mm512_add_ps(iota16(), _mm512_set1_ps(16.0f));
-    const __m512i m15 = _mm512_set1_epi32(15);
+    const __m512 q_lo = iota16(), q_hi = _mm512_add_ps(iota16(), _mm512_set1_ps(16.0f));
     for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
         const __m512 d = _mm512_set1_ps(half(b)), m = _mm512_set1_ps(half(b + 2));
-        const __m512 t_lo = _mm512_add_ps(_mm512_mul_ps(q_lo, d), m);
-        const __m512 t_hi = _mm512_add_ps(_mm512_mul_ps(q_hi, d), m);
-        const uint32_t qh = tm__rd32(b + 4);
-        const __m512i x = u8x16(b + 8);
-        const __m512i lo = q5_index(_mm512_and_si512(x, m15), qh);
-        const __m512i hi = q5_index(_mm512_srli_epi32(x, 4), qh >> 16);
-        _mm512_storeu_ps(dst, _mm512_permutex2var_ps(t_lo, lo, t_hi));
-        _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(t_lo, hi, t_hi));
+        q5_store32(dst, b + 8, tm__rd32(b + 4), _mm512_add_ps(_mm512_mul_ps(q_lo, d), m),
+                   _mm512_add_ps(_mm512_mul_ps(q_hi, d), m));
     }
 }
 
