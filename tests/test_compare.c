@@ -114,6 +114,9 @@ typedef struct variant {
     uint64_t poke_at;
     int drop_output;           /* the GGUF leaves out output.weight (tied) */
     int inv_freq;              /* the checkpoint has a rotary_emb.inv_freq (the converter drops it) */
+    int lm_head;               /* the checkpoint stores lm_head.weight (= the embedding) */
+    int no_heads;              /* the GGUF does not say its head counts */
+    const char *transpose;     /* GGUF tensor written with its two dimensions swapped */
 } variant;
 
 static void write_pair(const variant *v)
@@ -128,12 +131,14 @@ static void write_pair(const variant *v)
     char key[64];
     uint32_t u;
     cr_assert_eq(tm_writer_kv_str(gw, "general.architecture", arch, strlen(arch), &err), TM_OK);
-    snprintf(key, sizeof key, "%s.attention.head_count", arch);
-    u = N_HEAD;
-    cr_assert_eq(tm_writer_kv_scalar(gw, key, TM_V_U32, &u, &err), TM_OK);
-    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
-    u = N_HEAD_KV;
-    cr_assert_eq(tm_writer_kv_scalar(gw, key, TM_V_U32, &u, &err), TM_OK);
+    if (!v->no_heads) {
+        snprintf(key, sizeof key, "%s.attention.head_count", arch);
+        u = N_HEAD;
+        cr_assert_eq(tm_writer_kv_scalar(gw, key, TM_V_U32, &u, &err), TM_OK);
+        snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+        u = N_HEAD_KV;
+        cr_assert_eq(tm_writer_kv_scalar(gw, key, TM_V_U32, &u, &err), TM_OK);
+    }
 
     /* buffers stay alive until tm_writer_finish (the writer references them) */
     void *keep[128];
@@ -151,6 +156,10 @@ static void write_pair(const variant *v)
         else
             memcpy(conv, hf, n * 2);
         uint64_t ne[2] = {s->cols ? s->cols : s->rows, s->rows};
+        if (v->transpose && strcmp(v->transpose, s->gguf) == 0) {
+            ne[0] = s->rows;
+            ne[1] = s->cols;
+        }
         void *data = conv;
         tm_type type = TM_TYPE_BF16;
         if (s->is_norm) { /* the converter stores norms as F32: BF16 widened exactly */
@@ -169,6 +178,8 @@ static void write_pair(const variant *v)
                      "%s", err.message);
         if (strcmp(s->gguf, "token_embd.weight") == 0 && !v->drop_output)
             cr_assert_eq(tm_writer_tensor(gw, "output.weight", type, 2, ne, data, &err), TM_OK);
+        if (strcmp(s->gguf, "token_embd.weight") == 0 && v->lm_head)
+            st_writer_add(sw, "lm_head.weight", "BF16", 2, shape, hf, n * 2);
         keep[n_keep++] = hf;
         keep[n_keep++] = conv;
     }
@@ -550,4 +561,37 @@ Test(compare, tensors_the_converter_drops_do_not_fail, .init = setup, .fini = te
                      "model.layers.0.self_attn.rotary_emb.inv_freq");
     cr_expect(json_is_true(json_object_get(o, "dropped_by_converter")));
     json_decref(j);
+}
+
+/* The checkpoint stores lm_head, the GGUF ties it to token_embd: they are compared. */
+Test(compare, lm_head_tied_in_gguf, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){.lm_head = 1, .drop_output = 1});
+    int rc;
+    json_t *j = run_json(st_path, gguf_path, "", &rc);
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(summary(j, "exact"), N_PAIRS);
+    cr_expect_eq(summary(j, "only_a"), 0);
+    json_decref(j);
+}
+
+Test(compare, shape_mismatch, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){.transpose = "blk.0.ffn_up.weight"});
+    int rc;
+    json_t *j = run_json(st_path, gguf_path, "", &rc);
+    cr_expect_eq(rc, 1);
+    cr_expect_eq(summary(j, "shape_mismatch"), 1);
+    cr_expect_eq(summary(j, "exact"), N_PAIRS - 1);
+    json_decref(j);
+}
+
+Test(compare, llama_without_head_counts, .init = setup, .fini = teardown)
+{
+    write_pair(&(variant){.no_heads = 1});
+    static char out[4096];
+    char args[512];
+    snprintf(args, sizeof args, "compare %s %s 2>&1", st_path, gguf_path);
+    cr_expect_eq(run_tool(args, out, sizeof out), 1);
+    cr_expect(strstr(out, "llama.attention.head_count is missing"), "%s", out);
 }
