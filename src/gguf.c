@@ -367,17 +367,24 @@ static tm_status walk_head(walk *w, tm_layout *L)
     TRY(read_uint(w, 8, F("metadata count"), &n_kv));
     /* Both counts at once: the records they promise must fit in what is left. */
     const uint64_t room = left(w);
-    if (n_kv > room / MIN_KV_BYTES || n_kv > MAX_ENTRIES)
+    if (n_kv > room / MIN_KV_BYTES)
         return fail(w, TM_LIMIT, 16,
                     "metadata count %llu at byte 16 cannot fit: the %llu bytes after the head "
                     "hold at most %llu entries",
                     (ull)n_kv, (ull)room, (ull)(room / MIN_KV_BYTES));
     const uint64_t room_infos = room - n_kv * MIN_KV_BYTES;
-    if (n_tensors > room_infos / MIN_INFO_BYTES || n_tensors > MAX_ENTRIES)
+    if (n_tensors > room_infos / MIN_INFO_BYTES)
         return fail(w, TM_LIMIT, 8,
                     "tensor count %llu at byte 8 cannot fit: the %llu bytes after the head and "
                     "%llu metadata entries hold at most %llu tensor infos",
                     (ull)n_tensors, (ull)room, (ull)n_kv, (ull)(room_infos / MIN_INFO_BYTES));
+    /* Only a header of 60 GB or more gets here with such counts. */
+    if (n_kv > MAX_ENTRIES || n_tensors > MAX_ENTRIES)
+        return fail(w, TM_LIMIT, n_kv > MAX_ENTRIES ? 16 : 8,
+                    "%s count %llu at byte %u is more than this library indexes (%u)",
+                    n_kv > MAX_ENTRIES ? "metadata" : "tensor",
+                    (ull)(n_kv > MAX_ENTRIES ? n_kv : n_tensors), n_kv > MAX_ENTRIES ? 16 : 8,
+                    MAX_ENTRIES);
     L->version = (uint32_t)version;
     L->n_kv = n_kv;
     L->n_tensors = n_tensors;
