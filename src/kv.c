@@ -170,8 +170,11 @@ const tm_kv *tm_arch_key(const tm_file *f, const char *suffix)
     if (!arch.ptr || !suffix)
         return NULL;
     const size_t n_suffix = strlen(suffix);
-    /* arch is at most TM_MAX_STRING_LEN bytes: the sum cannot wrap. */
+    /* arch is at most TM_MAX_STRING_LEN bytes: the sum cannot wrap. No key is longer than
+     * TM_MAX_NAME_LEN, so a longer one is not looked for (nor allocated). */
     const size_t len = (size_t)arch.len + 1 + n_suffix;
+    if (len > TM_MAX_NAME_LEN)
+        return NULL;
     char stack[256];
     char *key = len <= sizeof stack ? stack : malloc(len);
     if (!key)
