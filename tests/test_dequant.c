@@ -471,6 +471,42 @@ Test(dequant_tensor, threads_match_row_by_row, .timeout = 120)
     free(got);
 }
 
+/* ---- from outside: the tool's raw dump on every path ----------------------------------------- */
+
+/* `TM_ISA=path tensormap dump FILE TENSOR --format raw -o -` writes ggml's floats, byte for
+ * byte, for a K type and a 32-block type, on every path this machine has. */
+Test(dequant_cli, raw_dump_matches_ggml_on_every_path)
+{
+    const char *tool = getenv("TM_TOOL");
+    cr_assert(tool, "TM_TOOL is not set (run through make test)");
+    char *gguf = corpus_path('b', "gguf");
+    const char *names[] = { "q6_K.rows.weight", "q5_0.raw_blocks" };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        long off;
+        size_t n;
+        golden_entry('b', names[k], &off, &n);
+        float *want = golden_values('b', off, n);
+        float *got = malloc(n * sizeof *got + 1);
+        cr_assert(got);
+        for (size_t i = 0; i < N_ISAS; i++) {
+            if (!tm_isa_available(isas[i]))
+                continue;
+            char cmd[1024];
+            snprintf(cmd, sizeof cmd, "TM_ISA=%s '%s' dump '%s' %s --format raw -o -", isas[i],
+                     tool, gguf, names[k]);
+            FILE *p = popen(cmd, "r");
+            cr_assert(p);
+            const size_t got_n = fread(got, 1, n * sizeof *got + 1, p);
+            cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+            cr_assert_eq(got_n, n * sizeof *got, "%s: %zu bytes, want %zu", cmd, got_n, n * sizeof *got);
+            cr_assert(memcmp(got, want, n * sizeof *got) == 0, "%s: differs from ggml", cmd);
+        }
+        free(got);
+        free(want);
+    }
+    free(gguf);
+}
+
 /* ---- storage types (safetensors) ------------------------------------------------------------ */
 
 /* OCP FP8 E4M3 from its definition: bias 7, no infinities, S.1111.111 NaN; E5M2: bias 15, IEEE
