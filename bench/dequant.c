@@ -412,7 +412,8 @@ int main(int argc, char **argv)
         }
     }
 
-    /* whole-tensor decode on 1 and on all threads, best path, largest size */
+    /* whole-tensor decode on 1 and on all threads, best path, at the sizes of 1M weights and
+     * more (smaller ones get one thread: at least 256 KiB of output per thread) */
     tm_set_isa(isas[0], NULL);
     for (size_t ii = N_ISAS; ii-- > 0;)
         if (tm_isa_available(isas[ii]) && tm_set_isa(isas[ii], NULL) == TM_OK)
@@ -421,34 +422,38 @@ int main(int argc, char **argv)
     const tm_type mt_types[] = { TM_TYPE_Q4_K, TM_TYPE_Q8_0, TM_TYPE_F16 };
     bench_clock = CLOCK_MONOTONIC; /* threads: only the wall clock means anything */
     if (!json)
-        printf("\nwhole tensor (tm_dequant_tensor, wall-clock), %s, %s size, %zu weights\n", tm_isa(),
-               sizes[n_sizes - 1].name, max_w);
-    for (size_t k = 0; k < sizeof mt_types / sizeof mt_types[0]; k++) {
-        if (only_type && strcmp(only_type, tm_type_name(mt_types[k])) != 0)
+        printf("\nwhole tensor (tm_dequant_tensor, wall-clock), %s\n", tm_isa());
+    for (size_t s = 0; s < n_sizes; s++) {
+        const size_t w = sizes[s].weights;
+        if (w < (1u << 20))
             continue;
-        fill_input(mt_types[k], in, max_w);
-        ceilings(out, copy_src, max_w * sizeof(float), &store_gbs[n_sizes - 1],
-                 &copy_gbs[n_sizes - 1]);
-        const size_t in_bytes = max_w / tm_type_block_elems(mt_types[k]) *
-                                tm_type_block_bytes(mt_types[k]);
-        for (unsigned th = 1; th <= 2; th++) {
-            const unsigned n = th == 1 ? 1u : (unsigned)cpus;
-            decode_ctx c = { mt_types[k], in, out, max_w, n + 1 };
-            timing tm = measure(run_decode, &c);
-            const double out_gbs = (double)max_w * 4 / tm.median / 1e9;
-            const double moved = out_gbs + (double)in_bytes / tm.median / 1e9;
-            if (json)
-                printf(",\n  {\"kind\": \"tensor\", \"type\": \"%s\", \"isa\": \"%s\", "
-                       "\"threads\": %u, \"weights\": %zu, \"median_s\": %.9f, \"out_gbs\": %.2f, "
-                       "\"of_copy\": %.3f}",
-                       tm_type_name(mt_types[k]), tm_isa(), n, max_w, tm.median, out_gbs,
-                       moved / copy_gbs[n_sizes - 1]);
-            else
-                printf("%-6s %u thread%s  %7.1f GB/s out, in+out %6.1f GB/s = %5.2fx copy\n",
-                       tm_type_name(mt_types[k]), n, n == 1 ? " " : "s", out_gbs, moved,
-                       moved / copy_gbs[n_sizes - 1]);
-            if (cpus <= 1)
-                break;
+        for (size_t k = 0; k < sizeof mt_types / sizeof mt_types[0]; k++) {
+            if (only_type && strcmp(only_type, tm_type_name(mt_types[k])) != 0)
+                continue;
+            fill_input(mt_types[k], in, w);
+            ceilings(out, copy_src, w * sizeof(float), &store_gbs[s], &copy_gbs[s]);
+            const size_t in_bytes = w / tm_type_block_elems(mt_types[k]) *
+                                    tm_type_block_bytes(mt_types[k]);
+            for (unsigned th = 1; th <= 2; th++) {
+                const unsigned n = th == 1 ? 1u : (unsigned)cpus;
+                decode_ctx c = { mt_types[k], in, out, w, n + 1 };
+                timing tm = measure(run_decode, &c);
+                const double out_gbs = (double)w * 4 / tm.median / 1e9;
+                const double moved = out_gbs + (double)in_bytes / tm.median / 1e9;
+                if (json)
+                    printf("%s  {\"kind\": \"tensor\", \"type\": \"%s\", \"isa\": \"%s\", "
+                           "\"size\": \"%s\", \"threads\": %u, \"weights\": %zu, "
+                           "\"median_s\": %.9f, \"out_gbs\": %.2f, \"of_copy\": %.3f}",
+                           first_json ? "" : ",\n", tm_type_name(mt_types[k]), tm_isa(),
+                           sizes[s].name, n, w, tm.median, out_gbs, moved / copy_gbs[s]);
+                else
+                    printf("%-6s %-5s %u thread%s  %7.1f GB/s out, in+out %6.1f GB/s = %5.2fx copy\n",
+                           tm_type_name(mt_types[k]), sizes[s].name, n, n == 1 ? " " : "s",
+                           out_gbs, moved, moved / copy_gbs[s]);
+                first_json = false;
+                if (cpus <= 1)
+                    break;
+            }
         }
     }
     if (json)
