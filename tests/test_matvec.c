@@ -64,12 +64,13 @@ static void write_model(void)
     tm_writer *w = NULL;
     tm_error err = {0};
     cr_assert_eq(tm_writer_new(&w, &err), TM_OK, "%s", err.message);
-    /* row counts that are not multiples of the tool's tile, and one wide row (a tile of 1) */
-    const uint64_t ne_q4k[2] = { 512, 301 }, ne_q8[2] = { 96, 1000 }, ne_f16[2] = { 70000, 3 },
+    /* row counts that are not multiples of the tool's tile, and rows wider than half an L2 (a
+     * tile of one row) */
+    const uint64_t ne_q4k[2] = { 512, 301 }, ne_q8[2] = { 96, 1000 }, ne_f16[2] = { 140000, 3 },
                    ne_q6k[2] = { 256, 7 }, ne_3d[3] = { 32, 2, 2 };
     w_q4k = random_weight(TM_TYPE_Q4_K, 512 * 301, 1);
     w_q8 = random_weight(TM_TYPE_Q8_0, 96 * 1000, 2);
-    w_f16 = random_weight(TM_TYPE_F16, 70000 * 3, 3);
+    w_f16 = random_weight(TM_TYPE_F16, 140000 * 3, 3);
     w_q6k = random_weight(TM_TYPE_Q6_K, 256 * 7, 4);
     static float cube[128];
     cr_assert_eq(tm_writer_tensor(w, "q4k.weight", TM_TYPE_Q4_K, 2, ne_q4k, w_q4k, &err), TM_OK, "%s", err.message);

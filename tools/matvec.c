@@ -4,7 +4,7 @@
  *   1. tm_open maps the file and indexes it; nothing is read or copied yet.
  *   2. tm_tensor_find gives the weight's descriptor: type, shape, and a pointer into the map.
  *   3. The rows are decoded a tile at a time with tm_dequant_rows into one reusable buffer
- *      sized to stay in the L2 cache, and each tile is multiplied while it is still hot.
+ *      sized to half the L2 cache, and each tile is multiplied while it is still hot.
  *      The quantized weights are read once, straight from the mapping; the float32 copy of W
  *      never exists as a whole.
  *
@@ -17,10 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* The tile budget: the float32 rows of one tile. Half of a typical 512 KiB - 2 MiB L2, leaving
- * room for x and the quantized rows streaming through. */
-#define TILE_BYTES (256u << 10)
+/* The tile budget: the float32 rows of one tile take half of this core's L2 (sysconf), leaving
+ * room for x and the quantized rows streaming through; 256 KiB when the size is not known. */
+static uint64_t tile_bytes(void)
+{
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? (uint64_t)l2 / 2 : 256u << 10;
+}
 
 static uint64_t splitmix64(uint64_t z)
 {
@@ -106,8 +111,8 @@ int main(int argc, char **argv)
     }
     const uint64_t cols = w->ne[0], rows = w->ne[1];
 
-    /* 3. One tile buffer, reused: as many whole rows as fit in TILE_BYTES (at least one). */
-    uint64_t tile_rows = TILE_BYTES / sizeof(float) / (cols ? cols : 1);
+    /* 3. One tile buffer, reused: as many whole rows as fit in half the L2 (at least one). */
+    uint64_t tile_rows = tile_bytes() / sizeof(float) / (cols ? cols : 1);
     if (tile_rows == 0)
         tile_rows = 1;
     if (tile_rows > rows)
