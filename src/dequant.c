@@ -18,6 +18,7 @@
  * L1 tile, for outputs of 32 MiB and more) were measured on the development machine (AMD EPYC
  * VM) and lost: a 256 MiB NT store loop ran at 17 GB/s against 21 GB/s for plain stores, and
  * decoding through the tile fell from 0.8-1.0 to 0.5-0.7 of memcpy bandwidth. */
+
 /* tm_dequant_tensor: threads are capped, and take output in chunks of this size (a multiple of
  * every block's output: 4, 128 and 1024 bytes). */
 #define MAX_THREADS 64u
