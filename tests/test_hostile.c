@@ -570,6 +570,12 @@ static void expect_rejected_file(const char *path)
         return;
     cr_expect_neq(st, TM_NOMEM, "%s: refused for want of memory: %s", path, err.message);
     cr_expect_neq(err.offset, TM_NO_OFFSET, "%s: no offset: %s", path, err.message);
+    tm_error heap_err; /* read into memory instead of mapped: the same verdict */
+    cr_expect_eq(tm_open(path, TM_OPEN_NO_MMAP, &f, &heap_err), st, "%s with TM_OPEN_NO_MMAP",
+                 path);
+    cr_expect_eq(heap_err.offset, err.offset);
+    cr_expect_str_eq(heap_err.message, err.message);
+    tm_close(f);
     snprintf(byte_n, sizeof byte_n, "byte %" PRIu64, err.offset);
     int code = tool_info(path, errbuf, sizeof errbuf);
     cr_expect_eq(code, 1, "%s: tensormap info exits %d", path, code);
