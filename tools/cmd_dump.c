@@ -164,8 +164,10 @@ static int dump_tensor(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt,
     }
     tm_error err = {0};
     int walk = cli_decode_chunks(t, first, n, buf, chunk, put_values, &s, &err);
-    if (walk < 0)
-        cli_report(name, &err);
+    if (walk < 0) {
+        char tname[256];
+        cli_report(cli_name(t->name, 200, tname, sizeof tname), &err);
+    }
     if (walk != 0)
         goto done;
     if (s.lz4) {

@@ -191,6 +191,7 @@ static int run(int argc, char **argv)
         }
     size_t chunk = 0;
     int wname = 4;
+    bool failed = false;
     for (uint64_t i = 0; i < n; i++) {
         const tm_tensor *t = n_want ? tm_tensor_find(f, want[i]) : tm_tensor_at(f, i);
         size_t ce = cli_chunk_elems(t);
@@ -214,6 +215,10 @@ static int run(int argc, char **argv)
         summary s;
         tm_error err = {0};
         bool ok = summarise(t, buf, cli_chunk_elems(t), &s, &err);
+        /* a type without a decoder is a finding about that line; anything else (a path that
+         * cannot run, a named tensor that cannot be decoded) fails the command */
+        if (!ok && (n_want || err.code != TM_UNSUPPORTED))
+            failed = true;
         if (json)
             json_array_append_new(all, summary_json(t, &s, &err, ok));
         else if (n_want)
@@ -223,7 +228,8 @@ static int run(int argc, char **argv)
     }
     free(buf);
     tm_close(f);
-    return json ? cli_json_emit(all) : cli_finish_output(CLI_OK);
+    int out = json ? cli_json_emit(all) : cli_finish_output(CLI_OK);
+    return failed ? CLI_FAIL : out;
 }
 
 const cli_command cmd_stats = {
