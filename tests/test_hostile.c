@@ -65,7 +65,8 @@ static tm_status open_exact(const tb *b, opened *o, tm_error *err)
 {
     o->copy = malloc(b->len ? b->len : 1);
     cr_assert_not_null(o->copy);
-    memcpy(o->copy, b->p, b->len);
+    if (b->len)
+        memcpy(o->copy, b->p, b->len);
     memset(err, 0, sizeof *err);
     return tm_open_buffer(o->copy, b->len, 0, &o->f, err);
 }
@@ -125,6 +126,8 @@ static void tail(tb *b) { tb_zeros(b, 256); }
 
 /* head */
 static size_t b_magic_ggml(tb *b) { tb_bytes(b, "GGML", 4); tb_u32(b, 3); tb_u64(b, 0); tb_u64(b, 0); return 0; }
+static size_t b_empty(tb *b) { (void)b; return 0; }
+static size_t b_three_bytes(tb *b) { tb_bytes(b, "GGU", 3); return 0; }
 static size_t b_short_version(tb *b) { tb_bytes(b, "GGUF\x03\x00", 6); return 4; }
 static size_t b_short_counts(tb *b) { tb_bytes(b, "GGUF", 4); tb_u32(b, 3); tb_u64(b, 0); tb_u32(b, 0); return 16; }
 static size_t b_version_0(tb *b) { tb_head(b, 0, 0, 0); return 4; }
@@ -326,6 +329,8 @@ static size_t b_data_past_end(tb *b)
 
 static hostile_case cases[] = {
     {"bad magic", b_magic_ggml, TM_NOT_MODEL, "GGML"},
+    {"empty file", b_empty, TM_TRUNCATED, "empty"},
+    {"three bytes", b_three_bytes, TM_TRUNCATED, "too short"},
     {"head cut in the version", b_short_version, TM_TRUNCATED, "version"},
     {"head cut in the metadata count", b_short_counts, TM_TRUNCATED, "count"},
     {"version 0", b_version_0, TM_BAD_VERSION, "version"},
