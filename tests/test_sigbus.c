@@ -21,13 +21,14 @@
 #define BIG_NE1 4096u
 #define BIG_BYTES ((uint64_t)BIG_NE0 * BIG_NE1 * 4)
 
-static char dir[64], model[128], fifo[128], errpath[128];
+static char dir[64], model[128], other[128], fifo[128], errpath[128];
 
 static void make_dir(void)
 {
     strcpy(dir, "/tmp/tm_sigbus_XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     snprintf(model, sizeof model, "%s/big.gguf", dir);
+    snprintf(other, sizeof other, "%s/other.gguf", dir);
     snprintf(fifo, sizeof fifo, "%s/out.fifo", dir);
     snprintf(errpath, sizeof errpath, "%s/stderr", dir);
 }
@@ -35,6 +36,7 @@ static void make_dir(void)
 static void remove_dir(void)
 {
     unlink(model);
+    unlink(other);
     unlink(fifo);
     unlink(errpath);
     rmdir(dir);
@@ -138,15 +140,13 @@ Test(changing, dump_of_a_file_truncated_while_mapped_names_it_and_exits_1)
                  (unsigned long long)got);
 }
 
-/* stats of every tensor: a line each, 2000 tensors of 4 KiB in a hole, so the tool is still
- * decoding the first few dozen when the file is cut to one page. */
-Test(changing, stats_of_a_file_truncated_while_mapped_names_it_and_exits_1)
+/* 2000 tensors of 4 KiB in a hole: a command that prints a line per tensor is still on the
+ * first few dozen when the file is cut to one page. */
+static void write_many_tensors(const char *path)
 {
     tm_writer *w;
     tm_error err;
-    int status;
     char name[16];
-    char *argv[] = {"tensormap", "stats", model, NULL};
     const uint64_t ne[1] = {1024};
     cr_assert_eq(tm_writer_new(&w, &err), TM_OK, "%s", err.message);
     for (unsigned i = 0; i < 2000; i++) {
@@ -154,9 +154,31 @@ Test(changing, stats_of_a_file_truncated_while_mapped_names_it_and_exits_1)
         cr_assert_eq(tm_writer_tensor(w, name, TM_TYPE_F32, 1, ne, NULL, &err), TM_OK, "%s",
                      err.message);
     }
-    cr_assert_eq(tm_writer_finish(w, model, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_finish(w, path, &err), TM_OK, "%s", err.message);
+}
+
+Test(changing, stats_of_a_file_truncated_while_mapped_names_it_and_exits_1)
+{
+    int status;
+    char *argv[] = {"tensormap", "stats", model, NULL};
+    write_many_tensors(model);
     run_and_truncate(argv, &status);
     expect_changed_size_message(status);
+}
+
+/* compare holds two mappings; the first file opened is cut, so naming the last file opened
+ * would be wrong: the message must name the file whose pages faulted. */
+Test(changing, compare_names_the_file_that_was_cut)
+{
+    int status;
+    char *argv[] = {"tensormap", "compare", model, other, NULL};
+    write_many_tensors(model);
+    write_many_tensors(other);
+    run_and_truncate(argv, &status);
+    expect_changed_size_message(status);
+    char not_want[256];
+    snprintf(not_want, sizeof not_want, "%s changed size", other);
+    cr_expect_null(strstr(slurp(errpath), not_want), "the intact file was named");
 }
 
 Test(changing, dump_with_no_mmap_does_not_notice_the_truncation)

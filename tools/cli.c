@@ -55,6 +55,8 @@ tm_file *cli_open(const char *arg, unsigned extra_flags)
     if (tm_open(path, flags, &f, &err) != TM_OK) {
         cli_report(arg, &err);
         f = NULL;
+    } else {
+        cli_sigbus_mapped(f);
     }
     free(resolved);
     return f;

@@ -49,8 +49,11 @@ int cli_finish_output(int rc);
 
 /* tools/cli_sigbus.c: from now on a SIGBUS (the mapped file was truncated by another process)
  * prints "tensormap: NAME changed size while being read" and exits 1. cli_open calls it for
- * every file it opens; the last name wins. */
+ * every file it opens (NAME is the file whose mapping faulted, else the last one watched). */
 void cli_sigbus_watch(const char *name);
+/* After the open succeeds: the file's mapping, so that a SIGBUS inside it names this file
+ * even when the command holds several. */
+void cli_sigbus_mapped(const tm_file *f);
 
 /* tools/cli_man.c: the man page in roff, built from the command table's help texts (the one
  * source of truth); `tensormap --man` prints it. */

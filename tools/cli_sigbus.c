@@ -1,28 +1,43 @@
 /* A mapped file that another process truncates raises SIGBUS on the next read of a page past
  * its new end (MAP_PRIVATE does not help). The library cannot prevent that; the tool turns it
  * into "tensormap: FILE changed size while being read" and exit code 1 instead of a bare bus
- * error. The handler only calls write(2) and _exit(2), both async-signal-safe, on a message
- * formatted beforehand, when the file was opened. */
+ * error. The handler only calls write(2) and _exit(2), both async-signal-safe, on messages
+ * formatted beforehand, when each file was opened.
+ *
+ * A command may hold several files (compare reads two): each watched file keeps its message
+ * and, once mapped, its address range, and the handler names the file whose range holds the
+ * faulting address (the most recent one when none does: a fault during the header walk, or a
+ * sharded checkpoint, whose shards are mapped apart). */
 #include "cli.h"
 
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
-#define SIGBUS_MESSAGE_MAX 4096
+enum { WATCH_MAX = 4, MESSAGE_MAX = 4096 };
 
-/* Two buffers so that naming a second file never rewrites the message a handler may be
- * writing: the new one is formatted in the idle buffer, then published by flipping `current`. */
-static char messages[2][SIGBUS_MESSAGE_MAX];
-static size_t lengths[2];
-static volatile sig_atomic_t current = -1;
+typedef struct watched {
+    char message[MESSAGE_MAX];
+    size_t length;
+    const uint8_t *lo, *hi; /* the mapping, or NULL before it is known */
+} watched;
 
-static void on_sigbus(int sig)
+/* Slots [0, n_watched) are complete: a slot is written before n_watched counts it. With more
+ * files than slots, the last slot is reused. */
+static watched watches[WATCH_MAX];
+static volatile sig_atomic_t n_watched;
+
+static void on_sigbus(int sig, siginfo_t *info, void *context)
 {
-    (void)sig;
-    int i = current;
-    if (i >= 0) {
-        ssize_t unused = write(STDERR_FILENO, messages[i], lengths[i]);
+    (void)sig, (void)context;
+    const int n = n_watched;
+    int pick = n - 1;
+    for (int i = 0; i < n; i++)
+        if (watches[i].lo && (const uint8_t *)info->si_addr >= watches[i].lo &&
+            (const uint8_t *)info->si_addr < watches[i].hi)
+            pick = i;
+    if (pick >= 0) {
+        ssize_t unused = write(STDERR_FILENO, watches[pick].message, watches[pick].length);
         (void)unused;
     }
     _exit(CLI_FAIL);
@@ -31,21 +46,34 @@ static void on_sigbus(int sig)
 void cli_sigbus_watch(const char *name)
 {
     static const char prefix[] = "tensormap: ", suffix[] = " changed size while being read\n";
-    int next = current == 0 ? 1 : 0;
-    size_t n = strlen(name), room = SIGBUS_MESSAGE_MAX - sizeof prefix - sizeof suffix;
+    const int slot = n_watched < WATCH_MAX ? n_watched : WATCH_MAX - 1;
+    watched *w = &watches[slot];
+    size_t n = strlen(name), room = MESSAGE_MAX - sizeof prefix - sizeof suffix;
     if (n > room)
         n = room; /* a path this long is cut, not dropped */
-    char *m = messages[next];
-    memcpy(m, prefix, sizeof prefix - 1);
-    memcpy(m + sizeof prefix - 1, name, n);
-    memcpy(m + sizeof prefix - 1 + n, suffix, sizeof suffix - 1);
-    lengths[next] = sizeof prefix - 1 + n + sizeof suffix - 1;
-    if (current < 0) {
+    memcpy(w->message, prefix, sizeof prefix - 1);
+    memcpy(w->message + sizeof prefix - 1, name, n);
+    memcpy(w->message + sizeof prefix - 1 + n, suffix, sizeof suffix - 1);
+    w->length = sizeof prefix - 1 + n + sizeof suffix - 1;
+    w->lo = w->hi = NULL;
+    if (n_watched == 0) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_sigbus;
+        sa.sa_sigaction = on_sigbus;
+        sa.sa_flags = SA_SIGINFO;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGBUS, &sa, NULL);
     }
-    current = next;
+    if (slot == n_watched)
+        n_watched = slot + 1;
+}
+
+void cli_sigbus_mapped(const tm_file *f)
+{
+    const tm_layout *l = tm_file_layout(f);
+    if (n_watched == 0 || !l || l->n_shards != 1)
+        return;
+    watched *w = &watches[n_watched - 1];
+    w->hi = tm_file_bytes(f) + l->file_size;
+    w->lo = tm_file_bytes(f);
 }
