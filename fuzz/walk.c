@@ -4,6 +4,7 @@
 
 #include "tensormap.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +70,17 @@ static void walk_kv(const tm_file *f, const tm_kv *kv)
         fail("tm_kv_elem accepts the index count");
 }
 
+/* Equal bits, or both NaN: the kernels of every instruction set must agree bit for bit, but
+ * which operand's payload a NaN result carries is not specified. */
+static bool same_float(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0 || (a != a && b != b);
+}
+
 static void walk_tensor(const tm_file *f, const tm_tensor *t)
 {
-    float out[FUZZ_BLOCK_FLOATS];
+    static const char *const isas[] = {"scalar", "avx2", "avx512", "neon"};
+    float first[FUZZ_BLOCK_FLOATS], out[FUZZ_BLOCK_FLOATS];
     tm_error err;
     uint32_t be = tm_type_block_elems(t->type);
 
@@ -83,8 +92,21 @@ static void walk_tensor(const tm_file *f, const tm_tensor *t)
     if (!tm_type_can_dequant(t->type) || be == 0 || be > FUZZ_BLOCK_FLOATS ||
         t->n_elements < be)
         return;
-    if (tm_dequant_blocks(t, 0, 1, out, &err) != TM_OK)
-        fail("tm_dequant_blocks refuses the first block of a decodable tensor");
+    /* The first block on every path this machine has, each compared with the scalar one: a
+     * differential test of the kernels on block bytes no test suite would think of. */
+    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+        if (!tm_isa_available(isas[k]) || tm_set_isa(isas[k], &err) != TM_OK)
+            continue;
+        float *dst = k == 0 ? first : out;
+        if (tm_dequant_blocks(t, 0, 1, dst, &err) != TM_OK)
+            fail("tm_dequant_blocks refuses the first block of a decodable tensor");
+        for (uint32_t i = 0; k > 0 && i < be; i++)
+            if (!same_float(first[i], out[i])) {
+                fprintf(stderr, "%s element %u: scalar %a, %s %a\n", tm_type_name(t->type), i,
+                        (double)first[i], isas[k], (double)out[i]);
+                fail("an instruction-set path decodes differently from the scalar one");
+            }
+    }
 }
 
 void fuzz_walk(const uint8_t *data, size_t size)
