@@ -117,6 +117,21 @@ void cli_shape(const tm_tensor *t, char *buf, size_t size)
         snprintf(buf, size, "scalar");
 }
 
+void cli_shape_of(const tm_file *f, const tm_tensor *t, char *buf, size_t size)
+{
+    if (tm_file_layout(f)->format != TM_FORMAT_SAFETENSORS) {
+        cli_shape(t, buf, size);
+        return;
+    }
+    uint64_t shape[4];
+    uint32_t n = tm_tensor_shape(t, shape);
+    size_t at = (size_t)snprintf(buf, size, "[");
+    for (uint32_t d = 0; d < n && at < size; d++)
+        at += (size_t)snprintf(buf + at, size - at, d ? ", %" PRIu64 : "%" PRIu64, shape[d]);
+    if (at < size)
+        snprintf(buf + at, size - at, "]");
+}
+
 /* Where "MARK" followed by digits and '.' starts a component of name, or -1. */
 static int64_t find_block_mark(tm_str name, const char *mark, uint64_t *digits)
 {

@@ -49,6 +49,9 @@ bool cli_parse_u64(const char *s, uint64_t *out);
 const char *cli_name(tm_str s, uint64_t max, char *buf, size_t size);
 /* "896 x 151936": ne[0] first, as GGUF stores it. */
 void cli_shape(const tm_tensor *t, char *buf, size_t size);
+/* The shape as the file writes it: GGUF's "ne0 x ne1 ..." (cli_shape), safetensors'
+ * "[d0, d1, ...]" (PyTorch order, slowest first). */
+void cli_shape_of(const tm_file *f, const tm_tensor *t, char *buf, size_t size);
 /* The block a tensor belongs to, taken out of its name: "blk.N.rest" (GGUF, anywhere after a
  * '.'), "layers.N.rest" (safetensors' model.layers.N.) or "h.N.rest" (GPT-2). */
 typedef struct cli_block_name {

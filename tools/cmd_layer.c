@@ -110,7 +110,7 @@ static int report(const char *arg, const tm_file *f, entry *e, size_t n, uint64_
     printf("%-*s  %-22s %-8s %16s %14s\n", wname, "name", "shape", "type", "offset", "bytes");
     for (size_t k = c0; k < c1; k++) {
         const tm_tensor *t = tm_tensor_at(f, e[k].tensor);
-        cli_shape(t, shape, sizeof shape);
+        cli_shape_of(f, t, shape, sizeof shape);
         const char *tn = tm_type_name(t->type);
         char name[256];
         cli_name((tm_str){e[k].rest, strlen(e[k].rest)}, 200, name, sizeof name);

@@ -219,7 +219,7 @@ static void print_text(const char *arg, const tm_file *f, const stack *s, tm_str
     printf("%6s  %-*s  %-22s %-24s %14s\n", "count", wname, "name", "shape", "type", "bytes");
     for (size_t r = 0; r < s->n_rows; r++) {
         const row *w = &s->rows[r];
-        cli_shape(tm_tensor_at(f, w->first), shape, sizeof shape);
+        cli_shape_of(f, tm_tensor_at(f, w->first), shape, sizeof shape);
         if (w->shapes_differ)
             strncat(shape, " (varies)", sizeof shape - strlen(shape) - 1);
         types_text(w, types, sizeof types);

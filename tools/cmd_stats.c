@@ -146,11 +146,12 @@ static void print_one_line(const tm_tensor *t, const summary *s, const tm_error 
            s->min, s->max, s->mean, std_of(s), s->nan, s->inf, hist);
 }
 
-static void print_block(const tm_tensor *t, const summary *s, const tm_error *err, bool ok)
+static void print_block(const tm_file *f, const tm_tensor *t, const summary *s, const tm_error *err,
+                        bool ok)
 {
     const char *tn = tm_type_name(t->type);
     char shape[128];
-    cli_shape(t, shape, sizeof shape);
+    cli_shape_of(f, t, shape, sizeof shape);
     char name[256];
     printf("%s (%s, %s)\n", cli_name(t->name, 200, name, sizeof name), tn ? tn : "unknown", shape);
     if (!ok) {
@@ -222,7 +223,7 @@ static int run(int argc, char **argv)
         if (json)
             json_array_append_new(all, summary_json(t, &s, &err, ok));
         else if (n_want)
-            print_block(t, &s, &err, ok);
+            print_block(f, t, &s, &err, ok);
         else
             print_one_line(t, &s, &err, ok, wname);
     }

@@ -18,36 +18,20 @@ static const char help[] =
     "            \"shape\" in the file's order for safetensors); a name that is not valid UTF-8\n"
     "            is {\"hex\": \"...\"}\n";
 
-/* GGUF: "ne0 x ne1 ..."; safetensors: "[d0, d1, ...]" in the file's order. */
-static void shape_text(const tm_tensor *t, bool st, char *buf, size_t size)
-{
-    if (!st) {
-        cli_shape(t, buf, size);
-        return;
-    }
-    uint64_t shape[4];
-    uint32_t n = tm_tensor_shape(t, shape);
-    size_t at = (size_t)snprintf(buf, size, "[");
-    for (uint32_t d = 0; d < n && at < size; d++)
-        at += (size_t)snprintf(buf + at, size - at, d ? ", %" PRIu64 : "%" PRIu64, shape[d]);
-    if (at < size)
-        snprintf(buf + at, size - at, "]");
-}
-
 static const char *type_name(tm_type type)
 {
     const char *name = tm_type_name(type);
     return name ? name : "?";
 }
 
-static int print_text(const tm_file *f, bool st)
+static int print_text(const tm_file *f)
 {
     const uint64_t n = tm_n_tensors(f);
     int name_w = 4, shape_w = 5, type_w = 4, off_w = 6, bytes_w = 5;
     char shape[96];
     for (uint64_t i = 0; i < n; i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
-        shape_text(t, st, shape, sizeof shape);
+        cli_shape_of(f, t, shape, sizeof shape);
         int w;
         if (t->name.len > (uint64_t)name_w)
             name_w = t->name.len > 64 ? 64 : (int)t->name.len;
@@ -65,7 +49,7 @@ static int print_text(const tm_file *f, bool st)
     uint64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
-        shape_text(t, st, shape, sizeof shape);
+        cli_shape_of(f, t, shape, sizeof shape);
         cli_print_str(stdout, t->name, UINT64_MAX);
         printf("%*s  %-*s  %-*s  %*" PRIu64 "  %*" PRIu64 "\n",
                t->name.len < (uint64_t)name_w ? name_w - (int)t->name.len : 0, "", shape_w,
@@ -122,7 +106,7 @@ static int run(int argc, char **argv)
     if (!f)
         return CLI_FAIL;
     const bool st = tm_file_layout(f)->format == TM_FORMAT_SAFETENSORS;
-    rc = json ? cli_json_emit(to_json(f, st)) : print_text(f, st);
+    rc = json ? cli_json_emit(to_json(f, st)) : print_text(f);
     tm_close(f);
     return cli_finish_output(rc);
 }
