@@ -344,6 +344,19 @@ Test(cli, check_walks_each_shard_of_a_checkpoint)
     cr_assert_eq(json_u64(j, "file_size"), file_size(one) + file_size(two));
     cr_assert_eq(json_u64(j, "data_start") + 56, file_size(one) + file_size(two));
     json_decref(j);
+    /* tensors says which shard each offset counts in: written two in the first, one in the
+     * second */
+    j = tool_json(0, "tensors", "--json", index, NULL);
+    cr_assert_eq(json_array_size(j), 3);
+    uint64_t in_shard[2] = {0, 0};
+    for (size_t i = 0; i < 3; i++) {
+        uint64_t shard = json_u64(json_array_get(j, i), "shard");
+        cr_assert_lt(shard, 2);
+        in_shard[shard]++;
+    }
+    cr_assert_eq(in_shard[0], 2);
+    cr_assert_eq(in_shard[1], 1);
+    json_decref(j);
     /* bytes shows the first shard, and nothing past its end */
     j = tool_json(0, "bytes", "--json", index, NULL);
     const json_t *data = json_array_get(j, json_array_size(j) - 1);

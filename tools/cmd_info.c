@@ -130,17 +130,30 @@ static void print_gguf(const tm_file *f, const tm_layout *l)
         l->data_size, l->tensors_end);
 }
 
-static void print_safetensors(const tm_layout *l)
+static void print_safetensors(const tm_file *f, const tm_layout *l)
 {
     printf("safetensors\n");
+    if (l->n_shards > 1) {
+        /* the file layout holds totals over the shards; each shard's own comes from its layout */
+        row("shards", "%" PRIu32 " files; the numbers below are totals over them", l->n_shards);
+        row("tensors", "%" PRIu64, l->n_tensors);
+        row("metadata entries", "%" PRIu64, l->n_kv);
+        row("tensor data", "%" PRIu64 " bytes", l->data_size);
+        printf("every shard\n  %-5s %14s %8s %14s %14s  %s\n", "shard", "header bytes", "tensors",
+               "data bytes", "file bytes", "path");
+        for (uint32_t i = 0; i < l->n_shards; i++) {
+            const tm_layout *s = tm_shard_layout(f, i);
+            printf("  %-5" PRIu32 " %14" PRIu64 " %8" PRIu64 " %14" PRIu64 " %14" PRIu64 "  %s\n", i,
+                   s->kv_end - 8, s->n_tensors, s->data_size, s->file_size, tm_shard_path(f, i));
+        }
+        return;
+    }
     row("header length", "%" PRIu64 " bytes of JSON after the 8-byte length", l->kv_end - 8);
     row("tensors", "%" PRIu64, l->n_tensors);
     row("metadata entries", "%" PRIu64 " (in __metadata__)", l->n_kv);
     row("tensor data starts at", "%" PRIu64, l->data_start);
     row("tensor data", "%" PRIu64 " bytes; the last tensor ends %" PRIu64 " bytes in",
         l->data_size, l->tensors_end);
-    if (l->n_shards > 1)
-        row("shards", "%" PRIu32 " files (the sizes above are the first shard's)", l->n_shards);
 }
 
 static json_t *uint_or_null(const tm_kv *kv)
@@ -224,7 +237,7 @@ static int run(int argc, char **argv)
         row("path", "%s", strcmp(arg, "-") == 0 ? "(standard input)" : arg);
         row("bytes", "%" PRIu64, l->file_size);
         if (l->format == TM_FORMAT_SAFETENSORS)
-            print_safetensors(l);
+            print_safetensors(f, l);
         else
             print_gguf(f, l);
         rc = CLI_OK;

@@ -12,11 +12,12 @@ static const char help[] =
     "data section, and size in bytes. A GGUF shape is written as the file stores it, row length\n"
     "first (\"ne0 x ne1 ...\", so a 3584 x 152064 embedding has rows of 3584); a safetensors\n"
     "shape is written in the file's own (PyTorch) order, in brackets. The last line adds them\n"
-    "up.\n"
+    "up. In a sharded checkpoint each offset counts from its own shard's data, and a last\n"
+    "column says which shard.\n"
     "\n"
     "  --json    a JSON array of {\"name\", \"type\", \"ne\": [...], \"offset\", \"n_bytes\"} (plus\n"
-    "            \"shape\" in the file's order for safetensors); a name that is not valid UTF-8\n"
-    "            is {\"hex\": \"...\"}\n";
+    "            \"shape\" in the file's order for safetensors, \"shard\" when sharded); a name\n"
+    "            that is not valid UTF-8 is {\"hex\": \"...\"}\n";
 
 static const char *type_name(tm_type type)
 {
@@ -44,27 +45,36 @@ static int print_text(const tm_file *f)
         if ((w = snprintf(NULL, 0, "%" PRIu64, t->n_bytes)) > bytes_w)
             bytes_w = w;
     }
-    printf("%-*s  %-*s  %-*s  %*s  %*s\n", name_w, "name", shape_w, "shape", type_w, "type",
-           off_w, "offset", bytes_w, "bytes");
+    /* offsets of a sharded checkpoint count from each shard's own data start */
+    const bool sharded = tm_file_layout(f)->n_shards > 1;
+    printf("%-*s  %-*s  %-*s  %*s  %*s%s\n", name_w, "name", shape_w, "shape", type_w, "type",
+           off_w, "offset", bytes_w, "bytes", sharded ? "  shard" : "");
     uint64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
         cli_shape_of(f, t, shape, sizeof shape);
         cli_print_str(stdout, t->name, UINT64_MAX);
-        printf("%*s  %-*s  %-*s  %*" PRIu64 "  %*" PRIu64 "\n",
+        printf("%*s  %-*s  %-*s  %*" PRIu64 "  %*" PRIu64,
                t->name.len < (uint64_t)name_w ? name_w - (int)t->name.len : 0, "", shape_w,
                shape, type_w, type_name(t->type), off_w, t->offset, bytes_w, t->n_bytes);
+        if (sharded)
+            printf("  %5" PRIu32, t->shard);
+        putchar('\n');
         total += t->n_bytes; /* cannot overflow: the library checked every tensor is in the file */
     }
     printf("%" PRIu64 " tensor%s, %" PRIu64 " bytes\n", n, n == 1 ? "" : "s", total);
     return CLI_OK;
 }
 
-static json_t *tensor_json(const tm_tensor *t, bool st)
+static json_t *tensor_json(const tm_tensor *t, bool st, bool sharded)
 {
     json_t *o = json_pack("{s:o, s:s, s:o, s:o, s:o}", "name", cli_json_str(t->name), "type",
                           type_name(t->type), "ne", cli_json_ne(t), "offset",
                           cli_json_u64(t->offset), "n_bytes", cli_json_u64(t->n_bytes));
+    if (o && sharded && json_object_set_new(o, "shard", json_integer(t->shard)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
     if (o && st) {
         uint64_t shape[4];
         uint32_t n = tm_tensor_shape(t, shape);
@@ -86,7 +96,7 @@ static json_t *to_json(const tm_file *f, bool st)
 {
     json_t *a = json_array();
     for (uint64_t i = 0; a && i < tm_n_tensors(f); i++) {
-        if (json_array_append_new(a, tensor_json(tm_tensor_at(f, i), st)) != 0) {
+        if (json_array_append_new(a, tensor_json(tm_tensor_at(f, i), st, tm_file_layout(f)->n_shards > 1)) != 0) {
             json_decref(a);
             a = NULL;
         }
