@@ -347,6 +347,31 @@ static tm_status grow(void **arr, uint64_t *cap, uint64_t used, uint64_t declare
     return TM_OK;
 }
 
+/* Whether the records the counts promise can fit in the bytes after the head. */
+static bool counts_fit(const tm_layout *L)
+{
+    const uint64_t room = L->file_size - L->head_end;
+    return L->n_kv <= room / MIN_KV_BYTES &&
+           L->n_tensors <= (room - L->n_kv * MIN_KV_BYTES) / MIN_INFO_BYTES;
+}
+
+__attribute__((cold, noinline)) static tm_status counts_cannot_fit(tm_error *err,
+                                                                   const tm_layout *L)
+{
+    const uint64_t room = L->file_size - L->head_end;
+    if (L->n_kv > room / MIN_KV_BYTES)
+        return tm__fail(err, TM_LIMIT, 16,
+                        "metadata count %llu at byte 16 cannot fit: the %llu bytes after the "
+                        "head hold at most %llu entries",
+                        (ull)L->n_kv, (ull)room, (ull)(room / MIN_KV_BYTES));
+    const uint64_t room_infos = room - L->n_kv * MIN_KV_BYTES;
+    return tm__fail(err, TM_LIMIT, 8,
+                    "tensor count %llu at byte 8 cannot fit: the %llu bytes after the head and "
+                    "%llu metadata entries hold at most %llu tensor infos",
+                    (ull)L->n_tensors, (ull)room, (ull)L->n_kv,
+                    (ull)(room_infos / MIN_INFO_BYTES));
+}
+
 static tm_status walk_head(walk *w, tm_layout *L)
 {
     w->c.p += 4; /* the magic, checked by the caller; a short head names the field it cuts */
@@ -365,30 +390,20 @@ static tm_status walk_head(walk *w, tm_layout *L)
         return fail(w, TM_BAD_VERSION, 4, "version %llu at byte 4 is not 2 or 3", (ull)version);
     TRY(read_uint(w, 8, F("tensor count"), &n_tensors));
     TRY(read_uint(w, 8, F("metadata count"), &n_kv));
-    /* Both counts at once: the records they promise must fit in what is left. */
-    const uint64_t room = left(w);
-    if (n_kv > room / MIN_KV_BYTES)
-        return fail(w, TM_LIMIT, 16,
-                    "metadata count %llu at byte 16 cannot fit: the %llu bytes after the head "
-                    "hold at most %llu entries",
-                    (ull)n_kv, (ull)room, (ull)(room / MIN_KV_BYTES));
-    const uint64_t room_infos = room - n_kv * MIN_KV_BYTES;
-    if (n_tensors > room_infos / MIN_INFO_BYTES)
-        return fail(w, TM_LIMIT, 8,
-                    "tensor count %llu at byte 8 cannot fit: the %llu bytes after the head and "
-                    "%llu metadata entries hold at most %llu tensor infos",
-                    (ull)n_tensors, (ull)room, (ull)n_kv, (ull)(room_infos / MIN_INFO_BYTES));
-    /* Only a header of 60 GB or more gets here with such counts. */
-    if (n_kv > MAX_ENTRIES || n_tensors > MAX_ENTRIES)
+    L->version = (uint32_t)version;
+    L->n_kv = n_kv;
+    L->n_tensors = n_tensors;
+    L->head_end = at(w);
+    if (n_kv > MAX_ENTRIES || n_tensors > MAX_ENTRIES) {
+        if (!counts_fit(L))
+            return counts_cannot_fit(w->err, L);
+        /* only a header of 60 GB or more gets here */
         return fail(w, TM_LIMIT, n_kv > MAX_ENTRIES ? 16 : 8,
                     "%s count %llu at byte %u is more than this library indexes (%u)",
                     n_kv > MAX_ENTRIES ? "metadata" : "tensor",
                     (ull)(n_kv > MAX_ENTRIES ? n_kv : n_tensors), n_kv > MAX_ENTRIES ? 16 : 8,
                     MAX_ENTRIES);
-    L->version = (uint32_t)version;
-    L->n_kv = n_kv;
-    L->n_tensors = n_tensors;
-    L->head_end = at(w);
+    }
     return TM_OK;
 }
 
@@ -464,6 +479,43 @@ static tm_status check_overlap(walk *w, tm_file *f)
     return st;
 }
 
+/* Metadata, then tensor infos. Arrays grow as entries are met, never to a declared count. */
+static tm_status walk_entries(walk *w, tm_file *f)
+{
+    tm_layout *L = &f->layout;
+    tm_error *err = w->err;
+    uint64_t cap = 0;
+    w->what = "metadata entry";
+    w->n = L->n_kv;
+    for (w->i = 0; w->i < L->n_kv; w->i++) {
+        TRY(grow((void **)&f->kvs, &cap, w->i, L->n_kv, sizeof *f->kvs, err));
+        tm_kv *kv = &f->kvs[w->i];
+        w->prev = w->name;
+        w->name = (tm_str){NULL, 0};
+        TRY(walk_kv(w, kv));
+        if (!L->alignment_declared && kv->key.len == strlen(ALIGNMENT_KEY) &&
+            memcmp(kv->key.ptr, ALIGNMENT_KEY, strlen(ALIGNMENT_KEY)) == 0) {
+            TRY(check_alignment(w, kv, &L->alignment));
+            L->alignment_declared = true;
+        }
+    }
+    L->kv_end = at(w);
+
+    cap = 0;
+    w->what = "tensor info";
+    w->n = L->n_tensors;
+    w->name = (tm_str){NULL, 0};
+    for (w->i = 0; w->i < L->n_tensors; w->i++) {
+        TRY(grow((void **)&f->tensors, &cap, w->i, L->n_tensors, sizeof *f->tensors, err));
+        w->prev = w->name;
+        w->name = (tm_str){NULL, 0};
+        memset(&f->tensors[w->i], 0, sizeof f->tensors[w->i]);
+        TRY(walk_info(w, &f->tensors[w->i], L->alignment));
+    }
+    L->infos_end = at(w);
+    return TM_OK;
+}
+
 tm_status tm__gguf_parse(tm_file *f, tm_error *err)
 {
     tm_layout *L = &f->layout;
@@ -474,36 +526,14 @@ tm_status tm__gguf_parse(tm_file *f, tm_error *err)
     L->n_shards = 1;
     L->alignment = TM_DEFAULT_ALIGNMENT;
     TRY(walk_head(&w, L));
-
-    uint64_t cap = 0;
-    w.what = "metadata entry";
-    w.n = L->n_kv;
-    for (w.i = 0; w.i < L->n_kv; w.i++) {
-        TRY(grow((void **)&f->kvs, &cap, w.i, L->n_kv, sizeof *f->kvs, err));
-        tm_kv *kv = &f->kvs[w.i];
-        w.prev = w.name;
-        w.name = (tm_str){NULL, 0};
-        TRY(walk_kv(&w, kv));
-        if (!L->alignment_declared && kv->key.len == strlen(ALIGNMENT_KEY) &&
-            memcmp(kv->key.ptr, ALIGNMENT_KEY, strlen(ALIGNMENT_KEY)) == 0) {
-            TRY(check_alignment(&w, kv, &L->alignment));
-            L->alignment_declared = true;
-        }
-    }
-    L->kv_end = at(&w);
-
-    cap = 0;
-    w.what = "tensor info";
-    w.n = L->n_tensors;
-    w.name = (tm_str){NULL, 0};
-    for (w.i = 0; w.i < L->n_tensors; w.i++) {
-        TRY(grow((void **)&f->tensors, &cap, w.i, L->n_tensors, sizeof *f->tensors, err));
-        w.prev = w.name;
-        w.name = (tm_str){NULL, 0};
-        memset(&f->tensors[w.i], 0, sizeof f->tensors[w.i]);
-        TRY(walk_info(&w, &f->tensors[w.i], L->alignment));
-    }
-    L->infos_end = at(&w);
+    /* Counts the file cannot back are refused when the walk runs out of file; an entry that
+     * breaks sooner in another way (a key length of 2^64-1) names its own field, which says
+     * more than the count does. Either way nothing was sized by the count. */
+    tm_status st = walk_entries(&w, f);
+    if (st == TM_TRUNCATED && !counts_fit(L))
+        return counts_cannot_fit(err, L);
+    if (st != TM_OK)
+        return st;
 
     /* The data section starts at the next multiple of the alignment. A file without tensors
      * has no data section and may end before that point (ggml's writer stops right after the

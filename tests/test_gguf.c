@@ -172,6 +172,19 @@ Test(gguf, tensor_count_huge)
     tb_free(&b);
 }
 
+/* Nine bytes after the head cannot hold one entry, but the entry's key length of 2^64-1 is what
+ * is wrong with it: the message names that field, not the count (the count is blamed only when
+ * the walk runs out of file). */
+Test(gguf, a_broken_entry_is_named_before_a_count_that_cannot_fit)
+{
+    tb b = {0};
+    tb_head(&b, 3, 0, 1);
+    const size_t len_at = tb_u64(&b, UINT64_MAX);
+    tb_zeros(&b, 1);
+    EXPECT_FAIL(&b, TM_LIMIT, len_at, "metadata entry 0 of 1", "key length 18446744073709551615");
+    tb_free(&b);
+}
+
 Test(gguf, counts_whose_sum_cannot_fit)
 {
     /* each count alone fits; both together do not */

@@ -596,7 +596,7 @@ static const struct {
 } corpus_fields[] = {
     {"bad_magic", "GGUF"},          {"version_0", "version"},
     {"big_endian", "big-endian"},   {"n_tensors_max", "tensor count"},
-    {"key_len_max", "key length|metadata count"},  {"string_len_2p40", "string length"},
+    {"key_len_max", "key length"},  {"string_len_2p40", "string length"},
     {"duplicate_key", "same key"},  {"array_count_2p62", "count"},
     {"alignment_0", "alignment"},   {"n_dims_5", "n_dims 5"},
     {"pad_wrap", "overflow"},       {"type_removed_4", "type 4"},
