@@ -64,19 +64,8 @@ Q := $(if $(V),,@)
 
 # ---- sources -------------------------------------------------------------------------------
 
-LIB_SRCS := $(wildcard src/*.c)
-ifeq ($(ARCH),x86_64)
-LIB_SRCS += src/x86/cpu.c src/x86/dequant_avx2.c src/x86/dequant_avx512.c
-endif
-ifeq ($(ARCH),aarch64)
-LIB_SRCS += $(wildcard src/arm/*.c)
-endif
-LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
-
-# Each ISA file gets its own -m flags; nothing else does.
-$(B)/obj/src/x86/dequant_avx2.o:   ISA_FLAGS := -mavx2 -mfma -mf16c -mbmi2
-$(B)/obj/src/x86/dequant_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi \
-                                                -mavx512dq -mavx2 -mf16c -mbmi2
+OBJ_DIR := $(B)/obj
+include mk/sources.mk
 
 TOOL_SRCS := tools/tensormap.c $(wildcard tools/cli*.c tools/cmd_*.c)
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(B)/obj/%.o)

@@ -19,19 +19,8 @@ LIB_FLAGS := $(COMMON) -Isrc -fsanitize=fuzzer-no-link -DTM_BUILDING_LIBRARY -ff
 OWN_FLAGS := $(COMMON) -Wall -Wextra -Wconversion -Wshadow -Werror
 LIBS      := -ljansson -llz4 -lpthread -lm
 
-LIB_SRCS := $(wildcard src/*.c)
-ifeq ($(ARCH),x86_64)
-LIB_SRCS += src/x86/cpu.c src/x86/dequant_avx2.c src/x86/dequant_avx512.c
-endif
-ifeq ($(ARCH),aarch64)
-LIB_SRCS += $(wildcard src/arm/*.c)
-endif
-LIB_OBJS := $(LIB_SRCS:%.c=$(FB)/obj/%.o)
-
-# The same per-file -m flags as the Makefile's (keep the two in step).
-$(FB)/obj/src/x86/dequant_avx2.o:   ISA_FLAGS := -mavx2 -mfma -mf16c -mbmi2
-$(FB)/obj/src/x86/dequant_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi \
-                                                 -mavx512dq -mavx2 -mf16c -mbmi2
+OBJ_DIR := $(FB)/obj
+include mk/sources.mk
 
 # Inputs larger than max_len are cut on loading (the big corpus files become truncated files,
 # which is a class of their own); 64 KiB holds every seed mkseeds writes.

@@ -1,0 +1,17 @@
+# The library's sources and the per-file ISA flags, shared by the Makefile and fuzz/fuzz.mk so the
+# two builds cannot drift. Set ARCH (the target's, from `$(CC) -dumpmachine`) and OBJ_DIR (where
+# this build's objects go) before including.
+
+LIB_SRCS := $(wildcard src/*.c)
+ifeq ($(ARCH),x86_64)
+LIB_SRCS += src/x86/cpu.c src/x86/dequant_avx2.c src/x86/dequant_avx512.c
+endif
+ifeq ($(ARCH),aarch64)
+LIB_SRCS += $(wildcard src/arm/*.c)
+endif
+LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ_DIR)/%.o)
+
+# Each ISA file gets its own -m flags; nothing else does.
+$(OBJ_DIR)/src/x86/dequant_avx2.o:   ISA_FLAGS := -mavx2 -mfma -mf16c -mbmi2
+$(OBJ_DIR)/src/x86/dequant_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi \
+                                                  -mavx512dq -mavx2 -mf16c -mbmi2
