@@ -157,11 +157,26 @@ typedef struct job {
 
 static void run_job(const job *j) { j->fn(j->src, j->dst, j->n_blocks); }
 
-/* Check the type, pick the kernel, fill j for n_blocks blocks at src. what names the tensor
- * (or "raw blocks") in messages. */
-static tm_status prepare(tm_type type, const char *what, uint64_t info_offset, const void *src,
-                         uint64_t n_blocks, float *out, job *j, tm_error *err)
+/* "tensor 'name'" for messages. */
+static const char *tensor_label(const tm_tensor *t, char *buf, size_t cap)
 {
+    char q[96];
+    tm__quote(q, sizeof q, t->name.ptr, t->name.len);
+    snprintf(buf, cap, "tensor %s", q);
+    return buf;
+}
+
+/* What a message is about: the tensor, or the raw blocks of tm_dequant_raw (t NULL). Rendered
+ * only when a call fails: the success path runs once per row tile of an inference loop. */
+#define SUBJECT(t, buf) ((t) ? tensor_label((t), (buf), sizeof(buf)) : "raw blocks")
+
+/* Check the type, pick the kernel, fill j for n_blocks blocks at src (where the first block
+ * lies: in t's data, or raw blocks when t is NULL). */
+static tm_status prepare(const tm_tensor *t, tm_type type, const void *src, uint64_t n_blocks,
+                         float *out, job *j, tm_error *err)
+{
+    const uint64_t info_offset = t ? t->info_offset : TM_NO_OFFSET;
+    char what[128];
     const tm__kernels *k = kernels();
     if (k == &refused) {
         /* say why again (the environment is read, not stored); tm_set_isa clears this */
@@ -178,18 +193,18 @@ static tm_status prepare(tm_type type, const char *what, uint64_t info_offset, c
         const char *tn = tm_type_name(type);
         if (tn)
             return tm__fail(err, TM_UNSUPPORTED, info_offset,
-                            "%s: type %s has no decoder in this library", what, tn);
+                            "%s: type %s has no decoder in this library", SUBJECT(t, what), tn);
         return tm__fail(err, TM_UNSUPPORTED, info_offset, "%s: type id %u is not a known type",
-                        what, (unsigned)type);
+                        SUBJECT(t, what), (unsigned)type);
     }
     uint64_t n_out;
     if (!tm__mul_u64(n_blocks, block_elems, &n_out) || n_out > SIZE_MAX / sizeof(float))
         return tm__fail(err, TM_INVALID_ARG, info_offset,
-                        "%s: %llu blocks of %s do not fit in memory", what,
+                        "%s: %llu blocks of %s do not fit in memory", SUBJECT(t, what),
                         (unsigned long long)n_blocks, tm_type_name(type));
     if (n_blocks && (!src || !out))
-        return tm__fail(err, TM_INVALID_ARG, info_offset, "%s: %s pointer is NULL", what,
-                        src ? "output" : "input");
+        return tm__fail(err, TM_INVALID_ARG, info_offset, "%s: %s pointer is NULL",
+                        SUBJECT(t, what), src ? "output" : "input");
     j->fn = k->fn[slot] ? k->fn[slot] : tm__kernels_scalar.fn[slot];
     j->src = src;
     j->dst = out;
@@ -199,14 +214,6 @@ static tm_status prepare(tm_type type, const char *what, uint64_t info_offset, c
     return TM_OK;
 }
 
-/* "tensor 'name'" for messages. */
-static const char *tensor_label(const tm_tensor *t, char *buf, size_t cap)
-{
-    char q[96];
-    tm__quote(q, sizeof q, t->name.ptr, t->name.len);
-    snprintf(buf, cap, "tensor %s", q);
-    return buf;
-}
 
 static tm_status tensor_blocks(const tm_tensor *t, uint64_t *n_blocks, uint32_t *block_elems,
                                tm_error *err)
@@ -241,18 +248,19 @@ tm_status tm_dequant_blocks(const tm_tensor *t, uint64_t first_block, uint64_t n
     if (st != TM_OK)
         return st;
     char label[128];
-    tensor_label(t, label, sizeof label);
     if (!tm__add_u64(first_block, n_blocks, &end) || end > total)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
-                        "%s: blocks [%llu, +%llu) are outside its %llu blocks", label,
+                        "%s: blocks [%llu, +%llu) are outside its %llu blocks",
+                        tensor_label(t, label, sizeof label),
                         (unsigned long long)first_block, (unsigned long long)n_blocks,
                         (unsigned long long)total);
     job j;
     const uint8_t *src = t->data;
-    st = prepare(t->type, label, t->info_offset, src, n_blocks, out, &j, err);
+    if (src)
+        src += first_block * tm_type_block_bytes(t->type);
+    st = prepare(t, t->type, src, n_blocks, out, &j, err);
     if (st != TM_OK)
         return st;
-    j.src = src + first_block * tm_type_block_bytes(t->type);
     run_job(&j);
     return TM_OK;
 }
@@ -308,8 +316,7 @@ tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_elements, 
                         "raw blocks: %llu elements are not a whole number of %s blocks of %u",
                         (unsigned long long)n_elements, tm_type_name(type), be);
     job j;
-    tm_status st = prepare(type, "raw blocks", TM_NO_OFFSET, blocks, be ? n_elements / be : 0,
-                           out, &j, err);
+    tm_status st = prepare(NULL, type, blocks, be ? n_elements / be : 0, out, &j, err);
     if (st == TM_OK)
         run_job(&j);
     return st;
@@ -357,10 +364,8 @@ tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_threads, 
     tm_status st = tensor_blocks(t, &total, &be, err);
     if (st != TM_OK)
         return st;
-    char label[128];
-    tensor_label(t, label, sizeof label);
     shared_job s;
-    st = prepare(t->type, label, t->info_offset, t->data, total, out, &s.whole, err);
+    st = prepare(t, t->type, t->data, total, out, &s.whole, err);
     if (st != TM_OK)
         return st;
     s.chunk_blocks = CHUNK_BYTES / sizeof(float) / be;
