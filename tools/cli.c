@@ -71,6 +71,41 @@ static uint64_t utf8_seq(const char *p, uint64_t n)
     return len && len <= n && cli_utf8_valid(p, len) ? len : 0;
 }
 
+void cli_scalar_text(const tm_value *v, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    switch (v->type) {
+    case TM_V_U8:
+    case TM_V_U16:
+    case TM_V_U32:
+    case TM_V_U64:
+        snprintf(buf, size, "%" PRIu64, v->as.u);
+        break;
+    case TM_V_I8:
+    case TM_V_I16:
+    case TM_V_I32:
+    case TM_V_I64:
+        snprintf(buf, size, "%" PRId64, v->as.i);
+        break;
+    case TM_V_F32:
+    case TM_V_F64:
+        for (int prec = 1; prec <= 17; prec++) { /* NaN never reads back equal: stays "nan" */
+            snprintf(buf, size, "%.*g", prec, v->as.f);
+            double back = strtod(buf, NULL);
+            if (v->type == TM_V_F32 ? (float)back == (float)v->as.f : back == v->as.f)
+                break;
+        }
+        break;
+    case TM_V_BOOL:
+        snprintf(buf, size, "%s", v->as.b ? "true" : "false");
+        break;
+    case TM_V_STRING:
+    case TM_V_ARRAY:
+    default:
+        break;
+    }
+}
+
 void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes)
 {
     const uint64_t n = s.len < max_bytes ? s.len : max_bytes;

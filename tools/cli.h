@@ -33,6 +33,9 @@ void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Print a tm_str safely: control bytes, backslash, quote and invalid UTF-8 escaped. */
 void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes);
+/* A number or bool value in words: integers exactly, floats in the fewest digits that read back
+ * as the same f32 or f64. Strings and arrays give "". */
+void cli_scalar_text(const tm_value *v, char *buf, size_t size);
 
 /* Arguments of a command that takes boolean flags and one FILE: `NAME [--flag ...] FILE`.
  * flags ends with {NULL, NULL}; names without the dashes. --help prints cmd->help. Returns -1

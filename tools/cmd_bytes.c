@@ -99,33 +99,7 @@ static void value_text(const tm_kv *kv, char *buf, size_t size)
     buf[0] = '\0';
     if (tm_kv_value(kv, &v) != TM_OK)
         return;
-    switch (v.type) {
-    case TM_V_U8:
-    case TM_V_U16:
-    case TM_V_U32:
-    case TM_V_U64:
-        snprintf(buf, size, "%" PRIu64, v.as.u);
-        break;
-    case TM_V_I8:
-    case TM_V_I16:
-    case TM_V_I32:
-    case TM_V_I64:
-        snprintf(buf, size, "%" PRId64, v.as.i);
-        break;
-    case TM_V_F32:
-        snprintf(buf, size, "%.9g", v.as.f);
-        break;
-    case TM_V_F64:
-        snprintf(buf, size, "%.17g", v.as.f);
-        break;
-    case TM_V_BOOL:
-        snprintf(buf, size, "%s", v.as.b ? "true" : "false");
-        break;
-    case TM_V_STRING:
-    case TM_V_ARRAY:
-    default:
-        break;
-    }
+    cli_scalar_text(&v, buf, size);
 }
 
 /* --all: a metadata entry taken apart field by field: key length, key, value type, value. */

@@ -34,42 +34,15 @@ static void print_quoted(tm_str s, uint64_t max)
         printf(" \u2026 and %" PRIu64 " more bytes", s.len - max);
 }
 
-/* The fewest significant digits that read back as the same float (f32) or double. */
-static void print_float(double v, bool is_f32)
-{
-    char buf[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        double back = strtod(buf, NULL);
-        if (is_f32 ? (float)back == (float)v : back == v)
-            break;
-    }
-    fputs(buf, stdout); /* NaN never compares equal: it leaves "nan" from the last try */
-}
-
 static void print_value(const tm_value *v, uint64_t max_str)
 {
-    switch (v->type) {
-    case TM_V_U8: case TM_V_U16: case TM_V_U32: case TM_V_U64:
-        printf("%" PRIu64, v->as.u);
-        break;
-    case TM_V_I8: case TM_V_I16: case TM_V_I32: case TM_V_I64:
-        printf("%" PRId64, v->as.i);
-        break;
-    case TM_V_F32: case TM_V_F64:
-        print_float(v->as.f, v->type == TM_V_F32);
-        break;
-    case TM_V_BOOL:
-        fputs(v->as.b ? "true" : "false", stdout);
-        break;
-    case TM_V_STRING:
+    if (v->type == TM_V_STRING) {
         print_quoted(v->as.s, max_str);
-        break;
-    case TM_V_ARRAY:
-    default:
-        fputs("?", stdout);
-        break;
+        return;
     }
+    char text[64];
+    cli_scalar_text(v, text, sizeof text);
+    fputs(text[0] ? text : "?", stdout);
 }
 
 static void print_array(const tm_kv *kv)
