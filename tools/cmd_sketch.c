@@ -138,7 +138,7 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
             json_array_append_new(read, cli_json_float(got[i], true, bits));
         }
         cli_json_emit(json_pack("{s:s, s:I, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i}", "file",
-                                path, (json_int_t)align, "noalign", noalign, "fields", fields,
+                                path, "align", (json_int_t)align, "noalign", noalign, "fields", fields,
                                 "file_size", cli_json_u64(l->file_size), "infos_end",
                                 cli_json_u64(l->infos_end), "padding", cli_json_u64(l->padding),
                                 "data_start", cli_json_u64(l->data_start), "written", wrote, "read",
