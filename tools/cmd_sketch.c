@@ -193,7 +193,7 @@ static int run(int argc, char **argv)
     bool noalign = false, json = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "h", opts, &cmd_sketch)) != -1) {
         if (c == 'a' && (!cli_parse_u64(optarg, &align) || align == 0 || align > (1u << 30) ||
                          (align & (align - 1)) != 0)) {
             cli_errorf("sketch: --align wants a power of two up to 2^30, not '%s'", optarg);
@@ -208,8 +208,8 @@ static int run(int argc, char **argv)
             return cli_usage(&cmd_sketch);
         }
     }
-    if (argc - optind != 1)
-        return cli_usage(&cmd_sketch);
+    if ((c = cli_count_args(&cmd_sketch, argc - optind, 1, 1)) >= 0)
+        return c;
     const char *path = argv[optind];
     sketch s = {0};
     tm_error err = {0};
