@@ -172,13 +172,30 @@ json_t *cli_json_kv_value(const tm_kv *kv)
     return a;
 }
 
+/* jansson leaves DEL (0x7f) raw, as JSON allows; it can only occur inside a string. */
+static int put_json(const char *buf, size_t size, void *out)
+{
+    for (const char *del; size && (del = memchr(buf, 0x7f, size)) != NULL;) {
+        size_t n = (size_t)(del - buf);
+        if (fwrite(buf, 1, n, out) != n || fputs("\\u007f", out) == EOF)
+            return -1;
+        buf += n + 1;
+        size -= n + 1;
+    }
+    return fwrite(buf, 1, size, out) == size ? 0 : -1;
+}
+
 int cli_json_emit(json_t *root)
 {
     if (!root) {
         cli_errorf("could not build the JSON output (out of memory)");
         return CLI_FAIL;
     }
-    int rc = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    /* ASCII only, DEL escaped too: a control character inside a string from the file would
+     * otherwise reach the terminal raw (JSON allows C1, bidi controls and DEL unescaped);
+     * parsers read \uXXXX back as the same string. */
+    int rc = json_dump_callback(root, put_json, stdout,
+                                JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
     json_decref(root);
     fputc('\n', stdout);
     if (rc != 0 || fflush(stdout) != 0) {

@@ -440,8 +440,10 @@ static void print_pair(const pair *p, enum status st, const stats *s)
     }
     printf("  [%s / %s, %s%s%s]", type_str(p->a->type), type_str(p->b->type), shape,
            p->n_head ? ", rows un-permuted" : "", p->note ? ", tied embedding" : "");
-    if (st == ST_SHAPE || st == ST_ERROR)
-        printf(": %s", s->why);
+    if (st == ST_SHAPE || st == ST_ERROR) {
+        fputs(": ", stdout);
+        cli_print_text(stdout, s->why); /* a library message */
+    }
     else if (st != ST_EXACT && s->as_bytes)
         printf(": %" PRIu64 " of %" PRIu64 " %s differ (compared as bytes)", s->not_equal, s->n,
                tm_type_block_elems(p->a->type) > 1 ? "blocks" : "values");

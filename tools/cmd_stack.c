@@ -201,8 +201,11 @@ static json_t *to_json(const tm_file *f, const stack *s, tm_str arch)
 static void print_text(const char *arg, const tm_file *f, const stack *s, tm_str arch)
 {
     printf("%s: every tensor, with the block number taken out of the name\n", arg);
-    if (arch.ptr)
-        printf("architecture %.*s, ", (int)arch.len, arch.ptr);
+    if (arch.ptr) {
+        fputs("architecture ", stdout);
+        cli_print_str(stdout, arch, 200);
+        fputs(", ", stdout);
+    }
     printf("%zu blocks, %" PRIu64 " tensors in the file", s->n_blocks, tm_n_tensors(f));
     uint64_t declared;
     if (tm_kv_get_uint(tm_arch_key(f, "block_count"), &declared) == TM_OK &&
