@@ -157,65 +157,92 @@ static void dequant_q8_0_avx2(const void *src, float *dst, size_t n)
 
 /* ---- 256-element super-blocks -------------------------------------------------------------- */
 
-/* bytes p[0..7] and p[8..15] as eight int32 lanes each */
+/* bytes p[0..7] as eight int32 lanes */
 static __m256i u8x8(const uint8_t *p)
 {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
 }
 
+/* The 32 bytes of v reordered so that dword lane L holds, in its byte j, byte 8j + L of v:
+ * then lane L of (result >> 8j) starts with byte 8j + L, and four shifts give the four runs
+ * of eight elements in order, each byte at the bottom of its lane (vpermps reads bits 0..2,
+ * so no widening instruction is needed). A vpermd gathers the dwords of each half, a vpshufb
+ * transposes the 4x4 bytes in each 128-bit lane. Every byte-wise operation commutes with it,
+ * so it is applied to the packed input once per super-block. */
+static __m256i eighths(__m256i v)
+{
+    const __m256i by_dword = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+    return _mm256_shuffle_epi8(by_dword, _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                                          0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+}
+
+/* 32 outputs through 8-entry tables from indices arranged by eighths(): output 8j + L is
+ * table[bits 0..2 of lane L of (idx >> (8j + shift))]; outputs 0..15 use t0, 16..31 t1. */
+static void lookup32(float *dst, __m256i idx, int shift, __m256 t0, __m256 t1)
+{
+    _mm256_storeu_ps(dst, _mm256_permutevar8x32_ps(t0, _mm256_srli_epi32(idx, shift)));
+    _mm256_storeu_ps(dst + 8, _mm256_permutevar8x32_ps(t0, _mm256_srli_epi32(idx, shift + 8)));
+    _mm256_storeu_ps(dst + 16, _mm256_permutevar8x32_ps(t1, _mm256_srli_epi32(idx, shift + 16)));
+    _mm256_storeu_ps(dst + 24, _mm256_permutevar8x32_ps(t1, _mm256_srli_epi32(idx, shift + 24)));
+}
+
 /* q2_K: group g (16 elements) has D = d * (sc & 15), M = dmin * (sc >> 4); the table
  * T[i] = D * (i & 3) - M repeats every 4 lanes, so vpermps may use bits 0..2 of byte >> shift
- * as they are. */
+ * as they are (bit 2 is the next field's, or the next byte's: either picks the same entry).
+ * D and M of the 16 groups are computed once per super-block, each as the scalar code does. */
 static void dequant_q2_K_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256 q = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
+    const __m256i m4 = _mm256_set1_epi32(15);
     for (size_t i = 0; i < n; i++, b += 84) {
-        const float d = half(b + 80), dmin = half(b + 82);
+        const __m256 d = _mm256_set1_ps(half(b + 80)), dmin = _mm256_set1_ps(half(b + 82));
+        float dd[16], mm[16]; /* broadcast from memory: loads, not shuffles */
+        for (int k = 0; k < 2; k++) {
+            const __m256i sc = u8x8(b + 8 * k);
+            _mm256_storeu_ps(dd + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(sc, m4))));
+            _mm256_storeu_ps(mm + 8 * k, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srli_epi32(sc, 4))));
+        }
         for (int h = 0, g = 0; h < 2; h++) {
-            const uint8_t *qs = b + 16 + 32 * h;
-            const __m256i x[4] = { u8x8(qs), u8x8(qs + 8), u8x8(qs + 16), u8x8(qs + 24) };
-            for (int step = 0; step < 4; step++) {
-                const __m128i shift = _mm_cvtsi32_si128(2 * step);
-                for (int r = 0; r < 2; r++, g++, dst += 16) {
-                    const __m256 t = _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(d * (float)(b[g] & 15)), q),
-                                                   _mm256_set1_ps(dmin * (float)(b[g] >> 4)));
-                    _mm256_storeu_ps(dst, _mm256_permutevar8x32_ps(t, _mm256_srl_epi32(x[2 * r], shift)));
-                    _mm256_storeu_ps(dst + 8, _mm256_permutevar8x32_ps(t, _mm256_srl_epi32(x[2 * r + 1], shift)));
-                }
-            }
+            const __m256i x = eighths(ld256(b + 16 + 32 * h));
+            for (int step = 0; step < 4; step++, g += 2, dst += 32)
+                lookup32(dst, x, 2 * step,
+                         _mm256_sub_ps(_mm256_mul_ps(_mm256_broadcast_ss(dd + g), q), _mm256_broadcast_ss(mm + g)),
+                         _mm256_sub_ps(_mm256_mul_ps(_mm256_broadcast_ss(dd + g + 1), q), _mm256_broadcast_ss(mm + g + 1)));
         }
     }
 }
 
 /* q3_K: index (2 bits of qs) | (hmask bit) << 2 selects T[i] = D * (i - 4): a set mask bit
- * means q, a clear one q - 4, exactly the scalar value. */
+ * means q, a clear one q - 4, exactly the scalar value. The indices are built as bytes, 32 at
+ * a time; D = d * (scale - 32) of the 16 groups once per super-block. */
 static void dequant_q3_K_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256 q = _mm256_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3);
-    const __m256i three = _mm256_set1_epi32(3), four = _mm256_set1_epi32(4);
+    const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
     for (size_t i = 0; i < n; i++, b += 110) {
         uint32_t w[4];
         tm__q3_K_scale_words(b + 96, w);
-        const float d = half(b + 108);
-        const __m256i hm[4] = { u8x8(b), u8x8(b + 8), u8x8(b + 16), u8x8(b + 24) };
+        const __m256 d = _mm256_set1_ps(half(b + 108));
+        float dd[16];
+        for (int k = 0; k < 2; k++) {
+            const __m256i sc = u8x8((const uint8_t *)w + 8 * k);
+            _mm256_storeu_ps(dd + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
+                                                              _mm256_sub_epi32(sc, _mm256_set1_epi32(32)))));
+        }
+        const __m256i hm = eighths(ld256(b));
         for (int h = 0, g = 0; h < 2; h++) {
-            const uint8_t *qs = b + 32 + 32 * h;
-            const __m256i x[4] = { u8x8(qs), u8x8(qs + 8), u8x8(qs + 16), u8x8(qs + 24) };
-            for (int step = 0; step < 4; step++) {
-                const __m128i shift = _mm_cvtsi32_si128(2 * step);
-                const __m256i bit = _mm256_set1_epi32(1 << (4 * h + step));
-                for (int r = 0; r < 2; r++, g++, dst += 16) {
-                    const int sc = (int)(w[g / 4] >> (8 * (g % 4)) & 0xff) - 32;
-                    const __m256 t = _mm256_mul_ps(_mm256_set1_ps(d * (float)sc), q);
-                    for (int k = 0; k < 2; k++) {
-                        const __m256i q2 = _mm256_and_si256(_mm256_srl_epi32(x[2 * r + k], shift), three);
-                        const __m256i set = _mm256_cmpeq_epi32(_mm256_and_si256(hm[2 * r + k], bit), bit);
-                        const __m256i idx = _mm256_or_si256(q2, _mm256_and_si256(set, four));
-                        _mm256_storeu_ps(dst + 8 * k, _mm256_permutevar8x32_ps(t, idx));
-                    }
-                }
+            const __m256i x = eighths(ld256(b + 32 + 32 * h));
+            for (int step = 0; step < 4; step++, g += 2, dst += 32) {
+                /* mask bit 4h + step moved to bit 2 of each byte (16-bit shifts: what crosses
+                 * from the neighbouring byte is masked off) */
+                const int up = 4 * h + step - 2;
+                const __m256i hb = up >= 0 ? _mm256_srli_epi16(hm, up) : _mm256_slli_epi16(hm, -up);
+                const __m256i idx = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 2 * step), three),
+                                                    _mm256_and_si256(hb, four));
+                lookup32(dst, idx, 0, _mm256_mul_ps(_mm256_broadcast_ss(dd + g), q),
+                         _mm256_mul_ps(_mm256_broadcast_ss(dd + g + 1), q));
             }
         }
     }
