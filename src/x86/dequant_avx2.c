@@ -248,93 +248,95 @@ static void dequant_q3_K_avx2(const void *src, float *dst, size_t n)
     }
 }
 
-/* 16 nibbles (already isolated, as bytes) -> D * q - M into dst[0..15]. */
-static void k4_store16(float *dst, __m128i q, __m256 d, __m256 m)
+/* q4_K/q5_K: D = d * scale of groups 0..7 into dm[0..7], M = dmin * min into dm[8..15], each
+ * as the scalar kernel rounds it; the kernels broadcast them from memory. */
+static void k4_dm(const uint8_t *b, float dm[16])
 {
-    _mm256_storeu_ps(dst, _mm256_sub_ps(_mm256_mul_ps(d, u8lo(q)), m));
-    _mm256_storeu_ps(dst + 8, _mm256_sub_ps(_mm256_mul_ps(d, u8hi(q)), m));
+    uint32_t w[4];
+    tm__k4_scale_min_words(b + 4, w);
+    const uint8_t *sm = (const uint8_t *)w;
+    _mm256_storeu_ps(dm, _mm256_mul_ps(_mm256_set1_ps(half(b)), _mm256_cvtepi32_ps(u8x8(sm))));
+    _mm256_storeu_ps(dm + 8, _mm256_mul_ps(_mm256_set1_ps(half(b + 2)), _mm256_cvtepi32_ps(u8x8(sm + 8))));
 }
 
-/* q4_K: (d * sc) * q - (dmin * m), one scale and min per 32 elements. */
+/* 8 values q -> D * q - M */
+static __m256 k4_value(__m256 q, const float *d, const float *m)
+{
+    return _mm256_sub_ps(_mm256_mul_ps(_mm256_broadcast_ss(d), q), _mm256_broadcast_ss(m));
+}
+
+/* q4_K: (d * sc) * q - (dmin * m), one scale and min per 32 elements; each 8 bytes of qs are
+ * widened once (from memory) and give 8 low nibbles of group 2p and 8 high of group 2p + 1. */
 static void dequant_q4_K_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
+    const __m256i m4 = _mm256_set1_epi32(15);
     for (size_t i = 0; i < n; i++, b += 144) {
-        const float d = half(b), dmin = half(b + 2);
+        float dm[16];
+        k4_dm(b, dm);
         const uint8_t *qs = b + 16;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
-            unsigned sc, m;
-            tm__k4_scale_min(b + 4, 2 * p, &sc, &m);
-            const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)m);
-            tm__k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
-            const __m256 d2 = _mm256_set1_ps(d * (float)sc), m2 = _mm256_set1_ps(dmin * (float)m);
-            const __m128i x0 = ld128(qs), x1 = ld128(qs + 16);
-            k4_store16(dst, low_nibbles(x0), d1, m1);
-            k4_store16(dst + 16, low_nibbles(x1), d1, m1);
-            k4_store16(dst + 32, high_nibbles(x0), d2, m2);
-            k4_store16(dst + 48, high_nibbles(x1), d2, m2);
+            for (int k = 0; k < 4; k++) {
+                const __m256i x = u8x8(qs + 8 * k);
+                _mm256_storeu_ps(dst + 8 * k, k4_value(_mm256_cvtepi32_ps(_mm256_and_si256(x, m4)), dm + 2 * p, dm + 8 + 2 * p));
+                _mm256_storeu_ps(dst + 32 + 8 * k, k4_value(_mm256_cvtepi32_ps(_mm256_srli_epi32(x, 4)), dm + 2 * p + 1, dm + 9 + 2 * p));
+            }
         }
     }
 }
 
-/* 32 unsigned bytes -> D * q - M into dst[0..31]. */
-static void k4_store32(float *dst, __m256i q, __m256 d, __m256 m)
-{
-    __m256 v[4];
-    quarters_u8(q, v);
-    for (int k = 0; k < 4; k++)
-        _mm256_storeu_ps(dst + 8 * k, _mm256_sub_ps(_mm256_mul_ps(d, v[k]), m));
-}
+/* 16-bit lanes shifted left (n > 0) or right (n < 0) */
+static __m256i shift16(__m256i v, int n) { return n >= 0 ? _mm256_slli_epi16(v, n) : _mm256_srli_epi16(v, -n); }
 
-/* q5_K: as q4_K, plus 16 when bit 2p (low-nibble group) or 2p+1 (high) of qh[l] is set. */
+/* q5_K: as q4_K, plus 16 when bit 2p (low-nibble group) or 2p+1 (high) of qh[l] is set. The
+ * 32 values of a group are built as bytes (the qh bit moved to bit 4 by one 16-bit shift; what
+ * crosses from the neighbouring byte is masked off), then widened. */
 static void dequant_q5_K_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i m4 = _mm256_set1_epi8(15), k16 = _mm256_set1_epi8(16);
     for (size_t i = 0; i < n; i++, b += 176) {
-        const float d = half(b), dmin = half(b + 2);
+        float dm[16];
+        k4_dm(b, dm);
         const __m256i qh = ld256(b + 16);
         const uint8_t *qs = b + 48;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
-            unsigned sc, m;
-            tm__k4_scale_min(b + 4, 2 * p, &sc, &m);
-            const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)m);
-            tm__k4_scale_min(b + 4, 2 * p + 1, &sc, &m);
-            const __m256 d2 = _mm256_set1_ps(d * (float)sc), m2 = _mm256_set1_ps(dmin * (float)m);
             const __m256i x = ld256(qs);
-            const __m256i b1 = _mm256_set1_epi8((char)(1 << (2 * p))), b2 = _mm256_set1_epi8((char)(2 << (2 * p)));
-            const __m256i h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), k16);
-            const __m256i h2 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b2), b2), k16);
-            k4_store32(dst, _mm256_or_si256(_mm256_and_si256(x, m4), h1), d1, m1);
-            k4_store32(dst + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4), h2), d2, m2);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(x, m4), _mm256_and_si256(shift16(qh, 4 - 2 * p), k16));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4),
+                                               _mm256_and_si256(shift16(qh, 3 - 2 * p), k16));
+            __m256 v[4];
+            quarters_u8(lo, v);
+            for (int k = 0; k < 4; k++)
+                _mm256_storeu_ps(dst + 8 * k, k4_value(v[k], dm + 2 * p, dm + 8 + 2 * p));
+            quarters_u8(hi, v);
+            for (int k = 0; k < 4; k++)
+                _mm256_storeu_ps(dst + 32 + 8 * k, k4_value(v[k], dm + 2 * p + 1, dm + 9 + 2 * p));
         }
     }
-}
-
-/* 16 signed bytes times one scale into dst[0..15]: (d * scale) * q. */
-static void q6_store16(float *dst, __m128i q, __m256 ds)
-{
-    _mm256_storeu_ps(dst, _mm256_mul_ps(ds, i8lo(q)));
-    _mm256_storeu_ps(dst + 8, _mm256_mul_ps(ds, i8hi(q)));
 }
 
 /* 32 six-bit values as signed bytes: (nibbles) | ((qh >> shift) & 3) << 4, minus 32. */
 static __m256i q6_bytes(__m256i nib, __m256i qh, int shift)
 {
-    const __m256i h = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(3));
-    return _mm256_sub_epi8(_mm256_or_si256(nib, _mm256_slli_epi16(h, 4)), _mm256_set1_epi8(32));
+    const __m256i h = _mm256_and_si256(shift16(qh, 4 - shift), _mm256_set1_epi8(0x30));
+    return _mm256_sub_epi8(_mm256_or_si256(nib, h), _mm256_set1_epi8(32));
 }
 
 /* q6_K: per half, the four runs of 32 elements (l, l+32, l+64, l+96) each built as 32 bytes;
- * each 16 elements share one scale, (d * scale) rounded before it multiplies q. */
+ * each 16 elements share one scale, (d * scale) computed once per super-block as the scalar
+ * code rounds it, then multiplied by q. */
 static void dequant_q6_K_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i m4 = _mm256_set1_epi8(15);
     for (size_t i = 0; i < n; i++, b += 210) {
-        const float d = half(b + 208);
-        const int8_t *sc = (const int8_t *)(const void *)(b + 192);
-        for (int h = 0; h < 2; h++, dst += 128, sc += 8) {
+        const __m256 d = _mm256_set1_ps(half(b + 208));
+        float ds[16];
+        const __m128i sc = ld128(b + 192);
+        _mm256_storeu_ps(ds, _mm256_mul_ps(d, i8lo(sc)));
+        _mm256_storeu_ps(ds + 8, _mm256_mul_ps(d, i8hi(sc)));
+        for (int h = 0; h < 2; h++, dst += 128) {
             const __m256i ql0 = ld256(b + 64 * h), ql1 = ld256(b + 64 * h + 32);
             const __m256i qh = ld256(b + 128 + 32 * h);
             const __m256i q[4] = {
@@ -344,10 +346,13 @@ static void dequant_q6_K_avx2(const void *src, float *dst, size_t n)
                 q6_bytes(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), qh, 6),
             };
             for (int k = 0; k < 4; k++) {
-                const __m256 s0 = _mm256_set1_ps(d * (float)sc[2 * k]);
-                const __m256 s1 = _mm256_set1_ps(d * (float)sc[2 * k + 1]);
-                q6_store16(dst + 32 * k, _mm256_castsi256_si128(q[k]), s0);
-                q6_store16(dst + 32 * k + 16, _mm256_extracti128_si256(q[k], 1), s1);
+                __m256 v[4];
+                quarters_i8(q[k], v);
+                const __m256 s0 = _mm256_broadcast_ss(ds + 8 * h + 2 * k), s1 = _mm256_broadcast_ss(ds + 8 * h + 2 * k + 1);
+                _mm256_storeu_ps(dst + 32 * k, _mm256_mul_ps(s0, v[0]));
+                _mm256_storeu_ps(dst + 32 * k + 8, _mm256_mul_ps(s0, v[1]));
+                _mm256_storeu_ps(dst + 32 * k + 16, _mm256_mul_ps(s1, v[2]));
+                _mm256_storeu_ps(dst + 32 * k + 24, _mm256_mul_ps(s1, v[3]));
             }
         }
     }
