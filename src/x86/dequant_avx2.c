@@ -22,8 +22,6 @@ static __m128i ld128(const uint8_t *p) { return _mm_loadu_si128((const __m128i *
 static __m256i ld256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
 
 /* bytes 0..7 / 8..15 of x as eight int32 lanes */
-static __m256 u8lo(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(x)); }
-static __m256 u8hi(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(x, 8))); }
 static __m256 i8lo(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x)); }
 static __m256 i8hi(__m128i x) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(x, 8))); }
 
@@ -55,19 +53,35 @@ DEQUANT_HALVES(dequant_bf16_avx2, bf16x8)
 static __m128i low_nibbles(__m128i x) { return _mm_and_si128(x, _mm_set1_epi8(15)); }
 static __m128i high_nibbles(__m128i x) { return _mm_and_si128(_mm_srli_epi16(x, 4), _mm_set1_epi8(15)); }
 
-/* q4_0: (float)(q - 8) * d; q - 8 is formed as a byte (exact), then converted. */
+/* 8 bytes at p as eight int32 lanes, widened straight from memory */
+static __m256i u8x8(const uint8_t *p)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+static __m256i i8x8(const uint8_t *p)
+{
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+/* The shuffle unit is what limits these kernels: a byte vector widened from a register takes
+ * two or three shuffles per 8 values (extract, byte shift, widen), one widened from memory
+ * takes one. So bytes are widened from the input where they are, or from a small buffer the
+ * kernel first builds them into. */
+
+/* q4_0: (float)(q - 8) * d; each 8 bytes of qs give elements j..j+7 (low nibbles) and
+ * j+16..j+23 (high). */
 static void dequant_q4_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    const __m128i k8 = _mm_set1_epi8(8);
+    const __m256i m4 = _mm256_set1_epi32(15), k8 = _mm256_set1_epi32(8);
     for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
         const __m256 d = _mm256_set1_ps(half(b));
-        const __m128i x = ld128(b + 2);
-        const __m128i lo = _mm_sub_epi8(low_nibbles(x), k8), hi = _mm_sub_epi8(high_nibbles(x), k8);
-        _mm256_storeu_ps(dst, _mm256_mul_ps(i8lo(lo), d));
-        _mm256_storeu_ps(dst + 8, _mm256_mul_ps(i8hi(lo), d));
-        _mm256_storeu_ps(dst + 16, _mm256_mul_ps(i8lo(hi), d));
-        _mm256_storeu_ps(dst + 24, _mm256_mul_ps(i8hi(hi), d));
+        for (int k = 0; k < 2; k++) {
+            const __m256i x = u8x8(b + 2 + 8 * k);
+            _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(x, m4), k8)), d));
+            _mm256_storeu_ps(dst + 16 + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(x, 4), k8)), d));
+        }
     }
 }
 
@@ -75,28 +89,15 @@ static void dequant_q4_0_avx2(const void *src, float *dst, size_t n)
 static void dequant_q4_1_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
+    const __m256i m4 = _mm256_set1_epi32(15);
     for (size_t i = 0; i < n; i++, b += 20, dst += 32) {
         const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));
-        const __m128i x = ld128(b + 4);
-        const __m128i lo = low_nibbles(x), hi = high_nibbles(x);
-        _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_mul_ps(u8lo(lo), d), m));
-        _mm256_storeu_ps(dst + 8, _mm256_add_ps(_mm256_mul_ps(u8hi(lo), d), m));
-        _mm256_storeu_ps(dst + 16, _mm256_add_ps(_mm256_mul_ps(u8lo(hi), d), m));
-        _mm256_storeu_ps(dst + 24, _mm256_add_ps(_mm256_mul_ps(u8hi(hi), d), m));
+        for (int k = 0; k < 2; k++) {
+            const __m256i x = u8x8(b + 4 + 8 * k);
+            _mm256_storeu_ps(dst + 8 * k, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(x, m4)), d), m));
+            _mm256_storeu_ps(dst + 16 + 8 * k, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x, 4)), d), m));
+        }
     }
-}
-
-/* The four 8-byte quarters of a 32-byte vector, each as eight floats (signed or unsigned). */
-static void quarters_i8(__m256i v, __m256 out[4])
-{
-    const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
-    out[0] = i8lo(lo), out[1] = i8hi(lo), out[2] = i8lo(hi), out[3] = i8hi(hi);
-}
-
-static void quarters_u8(__m256i v, __m256 out[4])
-{
-    const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
-    out[0] = u8lo(lo), out[1] = u8hi(lo), out[2] = u8lo(hi), out[3] = u8hi(hi);
 }
 
 /* The 32 five-bit values of q5_0/q5_1 as bytes: element j (< 16) is the low nibble of qs[j],
@@ -115,16 +116,25 @@ static __m256i q5_bytes(const uint8_t *qs, uint32_t qh)
     return _mm256_or_si256(nib, _mm256_and_si256(set, _mm256_set1_epi8(16)));
 }
 
+/* q5_0 and q5_1 decode up to 8 blocks at a time: their values built as bytes into a buffer
+ * first, then widened from it (so the widening loads find the bytes already stored). */
+enum { Q5_RUN = 8 };
+
 /* q5_0: (float)(q - 16) * d; q - 16 formed as a signed byte (exact). */
 static void dequant_q5_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
-        const __m256 d = _mm256_set1_ps(half(b));
-        __m256 v[4];
-        quarters_i8(_mm256_sub_epi8(q5_bytes(b + 6, tm__rd32(b + 2)), _mm256_set1_epi8(16)), v);
-        for (int k = 0; k < 4; k++)
-            _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(v[k], d));
+    _Alignas(32) uint8_t q[32 * Q5_RUN];
+    for (size_t i = 0; i < n; i += Q5_RUN) {
+        const size_t run = n - i < Q5_RUN ? n - i : Q5_RUN;
+        for (size_t k = 0; k < run; k++)
+            _mm256_store_si256((__m256i *)(void *)(q + 32 * k),
+                               _mm256_sub_epi8(q5_bytes(b + 22 * k + 6, tm__rd32(b + 22 * k + 2)), _mm256_set1_epi8(16)));
+        for (size_t k = 0; k < run; k++, b += 22, dst += 32) {
+            const __m256 d = _mm256_set1_ps(half(b));
+            for (int j = 0; j < 4; j++)
+                _mm256_storeu_ps(dst + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(i8x8(q + 32 * k + 8 * j)), d));
+        }
     }
 }
 
@@ -132,12 +142,16 @@ static void dequant_q5_0_avx2(const void *src, float *dst, size_t n)
 static void dequant_q5_1_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
-        const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));
-        __m256 v[4];
-        quarters_u8(q5_bytes(b + 8, tm__rd32(b + 4)), v);
-        for (int k = 0; k < 4; k++)
-            _mm256_storeu_ps(dst + 8 * k, _mm256_add_ps(_mm256_mul_ps(v[k], d), m));
+    _Alignas(32) uint8_t q[32 * Q5_RUN];
+    for (size_t i = 0; i < n; i += Q5_RUN) {
+        const size_t run = n - i < Q5_RUN ? n - i : Q5_RUN;
+        for (size_t k = 0; k < run; k++)
+            _mm256_store_si256((__m256i *)(void *)(q + 32 * k), q5_bytes(b + 24 * k + 8, tm__rd32(b + 24 * k + 4)));
+        for (size_t k = 0; k < run; k++, b += 24, dst += 32) {
+            const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));
+            for (int j = 0; j < 4; j++)
+                _mm256_storeu_ps(dst + 8 * j, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u8x8(q + 32 * k + 8 * j)), d), m));
+        }
     }
 }
 
@@ -156,12 +170,6 @@ static void dequant_q8_0_avx2(const void *src, float *dst, size_t n)
 }
 
 /* ---- 256-element super-blocks -------------------------------------------------------------- */
-
-/* bytes p[0..7] as eight int32 lanes */
-static __m256i u8x8(const uint8_t *p)
-{
-    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
-}
 
 /* The 32 bytes of v reordered so that dword lane L holds, in its byte j, byte 8j + L of v:
  * then lane L of (result >> 8j) starts with byte 8j + L, and four shifts give the four runs
@@ -289,30 +297,30 @@ static void dequant_q4_K_avx2(const void *src, float *dst, size_t n)
 static __m256i shift16(__m256i v, int n) { return n >= 0 ? _mm256_slli_epi16(v, n) : _mm256_srli_epi16(v, -n); }
 
 /* q5_K: as q4_K, plus 16 when bit 2p (low-nibble group) or 2p+1 (high) of qh[l] is set. The
- * 32 values of a group are built as bytes (the qh bit moved to bit 4 by one 16-bit shift; what
- * crosses from the neighbouring byte is masked off), then widened. */
+ * 256 values are built as bytes, 32 at a time (the qh bit moved to bit 4 by one 16-bit shift;
+ * what crosses from the neighbouring byte is masked off), into a buffer from which each 8 are
+ * widened straight from memory: one shuffle per 8 values, where widening from a register takes
+ * two or three (the shuffle unit is what limits these kernels). */
 static void dequant_q5_K_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i m4 = _mm256_set1_epi8(15), k16 = _mm256_set1_epi8(16);
+    _Alignas(32) uint8_t q[256];
     for (size_t i = 0; i < n; i++, b += 176) {
         float dm[16];
         k4_dm(b, dm);
         const __m256i qh = ld256(b + 16);
-        const uint8_t *qs = b + 48;
-        for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
-            const __m256i x = ld256(qs);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(x, m4), _mm256_and_si256(shift16(qh, 4 - 2 * p), k16));
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4),
-                                               _mm256_and_si256(shift16(qh, 3 - 2 * p), k16));
-            __m256 v[4];
-            quarters_u8(lo, v);
-            for (int k = 0; k < 4; k++)
-                _mm256_storeu_ps(dst + 8 * k, k4_value(v[k], dm + 2 * p, dm + 8 + 2 * p));
-            quarters_u8(hi, v);
-            for (int k = 0; k < 4; k++)
-                _mm256_storeu_ps(dst + 32 + 8 * k, k4_value(v[k], dm + 2 * p + 1, dm + 9 + 2 * p));
+        for (int p = 0; p < 4; p++) {
+            const __m256i x = ld256(b + 48 + 32 * p);
+            _mm256_store_si256((__m256i *)(void *)(q + 64 * p),
+                               _mm256_or_si256(_mm256_and_si256(x, m4), _mm256_and_si256(shift16(qh, 4 - 2 * p), k16)));
+            _mm256_store_si256((__m256i *)(void *)(q + 64 * p + 32),
+                               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4),
+                                               _mm256_and_si256(shift16(qh, 3 - 2 * p), k16)));
         }
+        for (int g = 0; g < 8; g++, dst += 32)
+            for (int k = 0; k < 4; k++)
+                _mm256_storeu_ps(dst + 8 * k, k4_value(_mm256_cvtepi32_ps(u8x8(q + 32 * g + 8 * k)), dm + g, dm + 8 + g));
     }
 }
 
@@ -323,37 +331,37 @@ static __m256i q6_bytes(__m256i nib, __m256i qh, int shift)
     return _mm256_sub_epi8(_mm256_or_si256(nib, h), _mm256_set1_epi8(32));
 }
 
-/* q6_K: per half, the four runs of 32 elements (l, l+32, l+64, l+96) each built as 32 bytes;
- * each 16 elements share one scale, (d * scale) computed once per super-block as the scalar
- * code rounds it, then multiplied by q. */
+/* q6_K: per half, the four runs of 32 elements (l, l+32, l+64, l+96) built as 32 bytes each
+ * into a buffer (the whole super-block first, so the widening loads find the bytes stored),
+ * widened from it; each 16 elements share one scale, (d * scale) computed once per
+ * super-block as the scalar code rounds it, then multiplied by q. */
 static void dequant_q6_K_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i m4 = _mm256_set1_epi8(15);
+    _Alignas(32) uint8_t q[256];
     for (size_t i = 0; i < n; i++, b += 210) {
         const __m256 d = _mm256_set1_ps(half(b + 208));
         float ds[16];
         const __m128i sc = ld128(b + 192);
         _mm256_storeu_ps(ds, _mm256_mul_ps(d, i8lo(sc)));
         _mm256_storeu_ps(ds + 8, _mm256_mul_ps(d, i8hi(sc)));
-        for (int h = 0; h < 2; h++, dst += 128) {
+        for (int h = 0; h < 2; h++) {
             const __m256i ql0 = ld256(b + 64 * h), ql1 = ld256(b + 64 * h + 32);
             const __m256i qh = ld256(b + 128 + 32 * h);
-            const __m256i q[4] = {
+            const __m256i runs[4] = {
                 q6_bytes(_mm256_and_si256(ql0, m4), qh, 0),
                 q6_bytes(_mm256_and_si256(ql1, m4), qh, 2),
                 q6_bytes(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), qh, 4),
                 q6_bytes(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), qh, 6),
             };
-            for (int k = 0; k < 4; k++) {
-                __m256 v[4];
-                quarters_i8(q[k], v);
-                const __m256 s0 = _mm256_broadcast_ss(ds + 8 * h + 2 * k), s1 = _mm256_broadcast_ss(ds + 8 * h + 2 * k + 1);
-                _mm256_storeu_ps(dst + 32 * k, _mm256_mul_ps(s0, v[0]));
-                _mm256_storeu_ps(dst + 32 * k + 8, _mm256_mul_ps(s0, v[1]));
-                _mm256_storeu_ps(dst + 32 * k + 16, _mm256_mul_ps(s1, v[2]));
-                _mm256_storeu_ps(dst + 32 * k + 24, _mm256_mul_ps(s1, v[3]));
-            }
+            for (int k = 0; k < 4; k++)
+                _mm256_store_si256((__m256i *)(void *)(q + 128 * h + 32 * k), runs[k]);
+        }
+        for (int g = 0; g < 16; g++, dst += 16) {
+            const __m256 s = _mm256_broadcast_ss(ds + g);
+            _mm256_storeu_ps(dst, _mm256_mul_ps(s, _mm256_cvtepi32_ps(i8x8(q + 16 * g))));
+            _mm256_storeu_ps(dst + 8, _mm256_mul_ps(s, _mm256_cvtepi32_ps(i8x8(q + 16 * g + 8))));
         }
     }
 }
