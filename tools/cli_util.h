@@ -11,11 +11,13 @@
 
 /* ---- cli_json.c ---------------------------------------------------------------------------- */
 
-/* An unsigned number, exact: a JSON integer up to INT64_MAX, above that a decimal string
- * (jansson's integers are signed 64-bit, and a rounded number would not be the file's). */
+/* An integer, exact: a JSON number when |v| <= 2^53 (what a double holds exactly), else a
+ * decimal string; the same rule for every integer the tool writes (docs/json.md). */
 json_t *cli_json_u64(uint64_t v);
+json_t *cli_json_i64(int64_t v);
 /* Read back what cli_json_u64 wrote (an integer >= 0 or a decimal string). */
 bool cli_json_get_u64(const json_t *j, uint64_t *out);
+bool cli_json_get_i64(const json_t *j, int64_t *out);
 /* A string from the file: a JSON string when it is valid UTF-8, else {"hex": "..."} so that
  * every byte survives. */
 json_t *cli_json_str(tm_str s);
@@ -26,10 +28,22 @@ json_t *cli_json_ne(const tm_tensor *t);
 /* A metadata value: scalar, string, or (for arrays) the list of elements. NULL on a type this
  * tool cannot show (nested arrays) or out of memory. */
 json_t *cli_json_kv_value(const tm_kv *kv);
-/* A float value exactly: a JSON real (17 significant digits round-trip a double, and an f32
- * widened to double), or for infinities and NaN a string "inf", "-inf", "nan:0xBITS". */
+/* A metadata entry, the one shape every command uses: {"key", "type", "value"} for a scalar or
+ * string; {"key", "type": "arr", "element_type", "count", "bytes"} for an array, plus "values"
+ * (every element) when values is true. NULL when out of memory or for nested arrays. */
+json_t *cli_json_kv(const tm_kv *kv, bool values);
+/* A tensor info, the one shape every command uses: {"name", "type", "type_id", "ne",
+ * "data_offset" (from the start of its data section, as the file stores it), "file_offset"
+ * (absolute), "n_bytes"}, plus "shard" in a sharded checkpoint and "shape" (the file's order)
+ * for safetensors. */
+json_t *cli_json_tensor(const tm_file *f, const tm_tensor *t);
+/* A float exactly and shortest: a JSON number in the fewest digits that read back as the same
+ * f32 (is_f32) or double; infinities "inf", "-inf"; NaN "nan:0xBITS" (its bits, which NaNs
+ * differ in). */
 json_t *cli_json_float(double v, bool is_f32, uint64_t bits);
-/* Print to stdout, indented, and release. CLI_FAIL (with a message) when root is NULL. */
+json_t *cli_json_f32(float v);
+json_t *cli_json_f64(double v);
+/* Print to stdout, indented, every real in its shortest form, and release. CLI_FAIL (with a message) when root is NULL. */
 int cli_json_emit(json_t *root);
 
 /* ---- cli_tensor.c -------------------------------------------------------------------------- */

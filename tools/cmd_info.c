@@ -126,8 +126,8 @@ static void print_gguf(const tm_file *f, const tm_layout *l)
     row("last tensor info ends at", "%" PRIu64, l->infos_end);
     row("padding", "%" PRIu64, l->padding);
     row("tensor data starts at", "%" PRIu64, l->data_start);
-    row("tensor data", "%" PRIu64 " bytes; the last tensor ends %" PRIu64 " bytes in",
-        l->data_size, l->tensors_end);
+    row("tensor data", "%" PRIu64 " bytes; the last tensor ends at %" PRIu64, l->data_size,
+        l->data_start + l->tensors_end);
 }
 
 static void print_safetensors(const tm_file *f, const tm_layout *l)
@@ -152,8 +152,8 @@ static void print_safetensors(const tm_file *f, const tm_layout *l)
     row("tensors", "%" PRIu64, l->n_tensors);
     row("metadata entries", "%" PRIu64 " (in __metadata__)", l->n_kv);
     row("tensor data starts at", "%" PRIu64, l->data_start);
-    row("tensor data", "%" PRIu64 " bytes; the last tensor ends %" PRIu64 " bytes in",
-        l->data_size, l->tensors_end);
+    row("tensor data", "%" PRIu64 " bytes; the last tensor ends at %" PRIu64, l->data_size,
+        l->data_start + l->tensors_end);
 }
 
 static json_t *uint_or_null(const tm_kv *kv)
@@ -210,7 +210,7 @@ static json_t *to_json(const tm_file *f, const char *arg, const tm_layout *l)
     }
     bad |= json_object_set_new(o, "data_start", cli_json_u64(l->data_start));
     bad |= json_object_set_new(o, "data_size", cli_json_u64(l->data_size));
-    bad |= json_object_set_new(o, "tensors_end", cli_json_u64(l->tensors_end));
+    bad |= json_object_set_new(o, "tensors_end", cli_json_u64(l->data_start + l->tensors_end));
     if (bad) {
         json_decref(o);
         return NULL;
