@@ -257,7 +257,7 @@ static void run_memcpy(void *p)
  * Blocks of in_block bytes are read; each becomes out_block bytes of stores (the block's
  * vectors repeated): with in_block == out_block it is a copy, otherwise it moves exactly the
  * bytes of a decoder of that block shape, with no decoding. 32-byte AVX stores as the AVX2
- * kernels make, four per step; out_block is a multiple of 128 for every type here. */
+ * kernels make, four per step; out_block must be a multiple of 128 and in_bytes of in_block. */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define SHAPE_TARGET __attribute__((target("avx2")))
@@ -516,8 +516,11 @@ int main(int argc, char **argv)
                 double ceiling;
                 if (dram) {
                     ceiling = policy_copy_gbs(copy_dst, copy_src, copy_n, false, dram_calls);
-                    if (shape == 0) /* once per type: it does not depend on the path */
-                        shape_ceilings(in, in_bytes, out, out_bytes, bb, be * 4, &shape, &shape_nt);
+                    if (shape == 0) { /* once per type: it does not depend on the path */
+                        /* whole blocks of at least 128 bytes of output (f32, f16, bf16: 32) */
+                        const size_t k = be * 4 >= 128 ? 1 : 128 / (be * 4);
+                        shape_ceilings(in, in_bytes, out, out_bytes, k * bb, k * be * 4, &shape, &shape_nt);
+                    }
                 } else {
                     ceiling = memcpy_gbs(copy_dst, copy_src, out_bytes, l2_warmup, l2_calls);
                 }
