@@ -132,7 +132,7 @@ Test(cli_core, info_names_the_dimensions_and_where_the_header_stops)
     expect_row(r.out, "trained context", "8192");
     expect_row(r.out, "vocabulary", "5 tokens");
     expect_row(r.out, "merges", "3");
-    cr_assert(strstr(r.out, "one head is 64 wide: 512 / 8"), "%s", r.out);
+    expect_row(r.out, "head width", "64 (embedding width / attention heads)");
     expect_row(r.out, "alignment", "32, not declared: the format's default");
     expect_row(r.out, "last tensor info ends at", num(infos_end));
     expect_row(r.out, "padding", num(round32(infos_end) - infos_end));
@@ -507,10 +507,13 @@ Test(cli_core, safetensors_info_and_tensors)
     expect_row(r.out, "tensors", "1");
     expect_row(r.out, "metadata entries", "1 (in __metadata__)");
     expect_row(r.out, "tensor data starts at", num(8 + hlen));
+    expect_row(r.out, "parameters", "6 (6)"); /* the 2 x 3 tensor */
+    expect_row(r.out, "bits per weight", "32.00 over all 24 bytes of tensors");
     tool_result_free(&r);
 
     json_t *j = tool_json(0, "info", "--json", path, NULL);
     cr_assert_str_eq(json_string_value(json_object_get(j, "format")), "safetensors");
+    cr_assert_eq(json_u64(j, "parameters"), 6);
     cr_assert_eq(json_u64(j, "header_bytes"), hlen);
     cr_assert_eq(json_u64(j, "data_start"), 8 + hlen);
     json_decref(j);

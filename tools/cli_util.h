@@ -107,6 +107,42 @@ int cli_decode_chunks(const tm_tensor *t, uint64_t first, uint64_t n, float *buf
 /* A chunk size in elements for t: about 1 Mi floats, a whole number of blocks. */
 size_t cli_chunk_elems(const tm_tensor *t);
 
+/* ---- cli_model.c --------------------------------------------------------------------------- */
+
+/* Parameters and bytes, in all and per tensor type (in the order first met). */
+enum { CLI_MAX_TYPES = 64 };
+typedef struct cli_weights {
+    uint64_t params, bytes;
+    struct {
+        tm_type type;
+        uint64_t tensors, weights, bytes;
+    } types[CLI_MAX_TYPES];
+    size_t n_types;
+} cli_weights;
+void cli_count_weights(const tm_file *f, cli_weights *w);
+/* 7615616512 as "7,615,616,512", and in words as "7.62 B" (K, M, B, T: thousands). */
+void cli_grouped(uint64_t n, char *buf, size_t size);
+void cli_count_words(uint64_t n, char *buf, size_t size);
+/* A byte count in binary units, three significant digits: "1.75 GiB", "16 MiB". */
+void cli_bytes_words(uint64_t n, char *buf, size_t size);
+
+/* The KV cache at a context, from block_count, attention.head_count_kv (or head_count) and
+ * attention.key_length/value_length (or embedding_length / head_count), with the sliding-window
+ * layers of gemma2 and gemma3 holding at most the window. */
+typedef struct cli_kv_cache_t {
+    bool known;     /* false: why says what is missing (an architecture not known here, ...) */
+    char why[200];
+    uint64_t context, bytes, layers;
+    tm_type type;   /* of K and V */
+    uint64_t kv_heads, key_length, value_length; /* layer 0's */
+    bool uneven;    /* layers differ in heads or widths */
+    uint32_t swa_pattern;
+    uint64_t window, swa_layers;
+} cli_kv_cache_t;
+bool cli_kv_cache(const tm_file *f, uint64_t context, tm_type type, cli_kv_cache_t *c);
+/* "llama, mistral, ...": the architectures cli_kv_cache knows. */
+const char *cli_kv_known_archs(void);
+
 /* ---- cli_ollama.c -------------------------------------------------------------------------- */
 
 /* The blob path of ollama:NAME[:TAG] (spec without the "ollama:" prefix); malloc'ed. On
