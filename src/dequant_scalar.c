@@ -349,8 +349,6 @@ static void dequant_bool_scalar(const void *src, float *dst, size_t n)
         dst[i] = p[i] ? 1.0f : 0.0f;
 }
 
-#define ST(t) (TM__GGML_SLOTS + (t) - TM__ST_FIRST)
-
 const tm__kernels tm__kernels_scalar = {
     .name = "scalar",
     .fn = {
@@ -372,12 +370,12 @@ const tm__kernels tm__kernels_scalar = {
         [TM_TYPE_I16] = dequant_i16_scalar,
         [TM_TYPE_I32] = dequant_i32_scalar,
         [TM_TYPE_I64] = dequant_i64_scalar,
-        [ST(TM_TYPE_U8)] = dequant_u8_scalar,
-        [ST(TM_TYPE_BOOL)] = dequant_bool_scalar,
-        [ST(TM_TYPE_F8_E4M3)] = dequant_f8_e4m3_scalar,
-        [ST(TM_TYPE_F8_E5M2)] = dequant_f8_e5m2_scalar,
-        [ST(TM_TYPE_U16)] = dequant_u16_scalar,
-        [ST(TM_TYPE_U32)] = dequant_u32_scalar,
-        [ST(TM_TYPE_U64)] = dequant_u64_scalar,
+        [TM__SLOT(TM_TYPE_U8)] = dequant_u8_scalar,
+        [TM__SLOT(TM_TYPE_BOOL)] = dequant_bool_scalar,
+        [TM__SLOT(TM_TYPE_F8_E4M3)] = dequant_f8_e4m3_scalar,
+        [TM__SLOT(TM_TYPE_F8_E5M2)] = dequant_f8_e5m2_scalar,
+        [TM__SLOT(TM_TYPE_U16)] = dequant_u16_scalar,
+        [TM__SLOT(TM_TYPE_U32)] = dequant_u32_scalar,
+        [TM__SLOT(TM_TYPE_U64)] = dequant_u64_scalar,
     },
 };
