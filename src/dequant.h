@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Decode n_blocks whole blocks at src (any alignment: blocks in a file are only 2-byte
  * aligned) into dst (n_blocks * block_elems floats, any 4-byte alignment). */
@@ -78,7 +79,8 @@ typedef struct tm__kernels {
 #else
 #define TM__ARCH_TABLES(X)
 #endif
-#define TM__KERNEL_TABLES(X) X(tm__kernels_scalar) TM__ARCH_TABLES(X)
+#define TM__KERNEL_TABLES(X) \
+    X(tm__kernels_scalar) X(tm__kernels_scalar_iq) X(tm__kernels_scalar_small) TM__ARCH_TABLES(X)
 
 #define TM__DECLARE_TABLE(table) extern const tm__kernels table;
 TM__KERNEL_TABLES(TM__DECLARE_TABLE)
@@ -97,6 +99,42 @@ static inline uint32_t tm__rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
+
+/* ---- scalar conversions (for the scalar kernel files; SIMD files convert with F16C) -------- */
+
+static inline float tm__f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t tm__f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline uint16_t tm__rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+/* IEEE half -> float, exact for every pattern. A NaN keeps its payload (shifted into the top of
+ * the float mantissa) and comes out quiet, as F16C's vcvtph2ps and ggml's scalar conversion
+ * (whose multiply quiets a signalling NaN) both do. */
+static inline float tm__half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    if (exp == 0x1f)
+        return tm__f32_from_bits(sign | 0x7f800000u | man << 13 | (man ? 0x400000u : 0));
+    if (exp != 0)
+        return tm__f32_from_bits(sign | (exp + 112) << 23 | man << 13);
+    /* zero or subnormal: man * 2^-24, exact in float32 (man < 2^10, result normal) */
+    return tm__f32_from_bits(sign | tm__f32_bits((float)man * 0x1p-24f));
+}
+
+static inline float tm__rdh(const uint8_t *p) { return tm__half_to_float(tm__rd16(p)); }
 
 /* The 6-bit scale and min of group g (0..7) of q4_K / q5_K, packed in 12 bytes: groups 0..3
  * in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); groups 4..7 in the nibbles of bytes
