@@ -5,6 +5,7 @@
 LIB_SRCS := $(wildcard src/*.c)
 ifeq ($(ARCH),x86_64)
 LIB_SRCS += src/x86/cpu.c src/x86/dequant_avx2.c src/x86/dequant_avx512.c
+LIB_SRCS += src/x86/matvec_avx2.c src/x86/matvec_avx512.c
 endif
 ifeq ($(ARCH),aarch64)
 LIB_SRCS += $(wildcard src/arm/*.c)
@@ -15,3 +16,6 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ_DIR)/%.o)
 $(OBJ_DIR)/src/x86/dequant_avx2.o:   ISA_FLAGS := -mavx2 -mfma -mf16c -mbmi2
 $(OBJ_DIR)/src/x86/dequant_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi \
                                                   -mavx512dq -mavx2 -mf16c -mbmi2
+$(OBJ_DIR)/src/x86/matvec_avx2.o:   ISA_FLAGS := -mavx2 -mfma -mf16c
+$(OBJ_DIR)/src/x86/matvec_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512dq \
+                                                 -mavx2 -mfma -mf16c
