@@ -28,7 +28,7 @@ static tm_status parse(tm_file *f, unsigned flags, tm_error *err)
         return tm__fail(err, TM_TRUNCATED, 0, "the file is empty (0 bytes)");
     tm_status st;
     if (size >= 4 && memcmp(p, "GGUF", 4) == 0) {
-        st = tm__gguf_parse(f, err);
+        st = tm__gguf_parse(f, flags, err);
     } else if (tm__safetensors_sniff(p, size)) {
         st = tm__safetensors_parse(f, flags, err);
     } else if (size < 4) {
@@ -118,17 +118,13 @@ void tm_close(tm_file *f)
     for (uint32_t i = 0; f->maps && i < n_maps; i++)
         tm__map_close(&f->maps[i]);
     free(f->maps);
+    free(f->shard_layouts);
     free(f);
 }
 
 const tm_layout *tm_file_layout(const tm_file *f) { return f ? &f->layout : NULL; }
 
 const uint8_t *tm_file_bytes(const tm_file *f) { return f ? f->maps[0].base : NULL; }
-
-const char *tm_shard_path(const tm_file *f, uint32_t shard)
-{
-    return f && shard < f->layout.n_shards ? f->maps[shard].path : NULL;
-}
 
 uint64_t tm_n_tensors(const tm_file *f) { return f ? f->layout.n_tensors : 0; }
 

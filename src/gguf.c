@@ -37,6 +37,14 @@ typedef struct walk {
 
 typedef unsigned long long ull; /* for printf */
 
+/* One file's walk: its layout, metadata and tensors, before they join the index (a split set
+ * walks each of its shards into one of these). */
+typedef struct image {
+    tm_layout lay;
+    tm_kv *kvs;
+    tm_tensor *tensors;
+} image;
+
 static uint64_t at(const walk *w) { return tm__cursor_offset(&w->c); }
 static uint64_t left(const walk *w) { return tm__cursor_left(&w->c); }
 
@@ -408,11 +416,11 @@ static tm_status walk_head(walk *w, tm_layout *L)
 }
 
 /* The data section is known only after the last info: place every tensor inside it. */
-static tm_status check_bounds(walk *w, const tm_file *f)
+static tm_status check_bounds(walk *w, const image *img)
 {
-    const tm_layout *L = &f->layout;
+    const tm_layout *L = &img->lay;
     for (uint64_t i = 0; i < L->n_tensors; i++) {
-        const tm_tensor *t = &f->tensors[i];
+        const tm_tensor *t = &img->tensors[i];
         if (t->offset > L->data_size || t->n_bytes > L->data_size - t->offset) {
             w->i = i;
             w->name = t->name;
@@ -447,9 +455,9 @@ static int by_offset(const void *a, const void *b)
 
 /* Tensors in any order, but disjoint: sorted by offset, each must end before the next starts
  * (if no neighbours overlap, no two do). O(n log n). */
-static tm_status check_overlap(walk *w, tm_file *f)
+static tm_status check_overlap(walk *w, const image *img)
 {
-    const uint64_t n = f->layout.n_tensors;
+    const uint64_t n = img->lay.n_tensors;
     if (n < 2)
         return TM_OK;
     span *s = malloc((size_t)n * sizeof *s);
@@ -457,11 +465,11 @@ static tm_status check_overlap(walk *w, tm_file *f)
         return tm__fail(w->err, TM_NOMEM, TM_NO_OFFSET, "out of memory sorting %llu tensors",
                         (ull)n);
     for (uint64_t i = 0; i < n; i++)
-        s[i] = (span){f->tensors[i].offset, i};
+        s[i] = (span){img->tensors[i].offset, i};
     qsort(s, (size_t)n, sizeof *s, by_offset);
     tm_status st = TM_OK;
     for (uint64_t k = 1; k < n && st == TM_OK; k++) {
-        const tm_tensor *a = &f->tensors[s[k - 1].index], *b = &f->tensors[s[k].index];
+        const tm_tensor *a = &img->tensors[s[k - 1].index], *b = &img->tensors[s[k].index];
         if (a->offset + a->n_bytes > b->offset) { /* no wrap: check_bounds came first */
             char qa[96];
             tm__quote(qa, sizeof qa, a->name.ptr, a->name.len);
@@ -480,16 +488,16 @@ static tm_status check_overlap(walk *w, tm_file *f)
 }
 
 /* Metadata, then tensor infos. Arrays grow as entries are met, never to a declared count. */
-static tm_status walk_entries(walk *w, tm_file *f)
+static tm_status walk_entries(walk *w, image *img)
 {
-    tm_layout *L = &f->layout;
+    tm_layout *L = &img->lay;
     tm_error *err = w->err;
     uint64_t cap = 0;
     w->what = "metadata entry";
     w->n = L->n_kv;
     for (w->i = 0; w->i < L->n_kv; w->i++) {
-        TRY(grow((void **)&f->kvs, &cap, w->i, L->n_kv, sizeof *f->kvs, err));
-        tm_kv *kv = &f->kvs[w->i];
+        TRY(grow((void **)&img->kvs, &cap, w->i, L->n_kv, sizeof *img->kvs, err));
+        tm_kv *kv = &img->kvs[w->i];
         w->prev = w->name;
         w->name = (tm_str){NULL, 0};
         TRY(walk_kv(w, kv));
@@ -506,20 +514,20 @@ static tm_status walk_entries(walk *w, tm_file *f)
     w->n = L->n_tensors;
     w->name = (tm_str){NULL, 0};
     for (w->i = 0; w->i < L->n_tensors; w->i++) {
-        TRY(grow((void **)&f->tensors, &cap, w->i, L->n_tensors, sizeof *f->tensors, err));
+        TRY(grow((void **)&img->tensors, &cap, w->i, L->n_tensors, sizeof *img->tensors, err));
         w->prev = w->name;
         w->name = (tm_str){NULL, 0};
-        memset(&f->tensors[w->i], 0, sizeof f->tensors[w->i]);
-        TRY(walk_info(w, &f->tensors[w->i], L->alignment));
+        memset(&img->tensors[w->i], 0, sizeof img->tensors[w->i]);
+        TRY(walk_info(w, &img->tensors[w->i], L->alignment));
     }
     L->infos_end = at(w);
     return TM_OK;
 }
 
-tm_status tm__gguf_parse(tm_file *f, tm_error *err)
+/* Walk one mapped GGUF image (shard number shard of its set) into img. */
+static tm_status walk_image(const tm__map *m, uint32_t shard, image *img, tm_error *err)
 {
-    tm_layout *L = &f->layout;
-    const tm__map *m = &f->maps[0];
+    tm_layout *L = &img->lay;
     walk w = {.c = {m->base, m->base, m->base + m->size}, .err = err};
     L->format = TM_FORMAT_GGUF;
     L->file_size = m->size;
@@ -529,7 +537,7 @@ tm_status tm__gguf_parse(tm_file *f, tm_error *err)
     /* Counts the file cannot back are refused when the walk runs out of file; an entry that
      * breaks sooner in another way (a key length of 2^64-1) names its own field, which says
      * more than the count does. Either way nothing was sized by the count. */
-    tm_status st = walk_entries(&w, f);
+    tm_status st = walk_entries(&w, img);
     if (st == TM_TRUNCATED && !counts_fit(L))
         return counts_cannot_fit(err, L);
     if (st != TM_OK)
@@ -555,13 +563,36 @@ tm_status tm__gguf_parse(tm_file *f, tm_error *err)
     L->data_size = L->file_size - start;
 
     w.what = "tensor info";
-    TRY(check_bounds(&w, f));
-    TRY(check_overlap(&w, f));
+    TRY(check_bounds(&w, img));
+    TRY(check_overlap(&w, img));
     for (uint64_t i = 0; i < L->n_tensors; i++) {
-        tm_tensor *t = &f->tensors[i];
+        tm_tensor *t = &img->tensors[i];
         t->data = m->base + start + t->offset; /* inside the file: check_bounds said so */
+        t->shard = shard;
         if (t->offset + t->n_bytes > L->tensors_end)
             L->tensors_end = t->offset + t->n_bytes;
     }
+    return TM_OK;
+}
+
+static void image_free(image *img)
+{
+    free(img->kvs);
+    free(img->tensors);
+    memset(img, 0, sizeof *img);
+}
+
+tm_status tm__gguf_parse(tm_file *f, unsigned flags, tm_error *err)
+{
+    (void)flags;
+    image img = {0};
+    tm_status st = walk_image(&f->maps[0], 0, &img, err);
+    if (st != TM_OK) {
+        image_free(&img);
+        return st;
+    }
+    f->layout = img.lay;
+    f->kvs = img.kvs;
+    f->tensors = img.tensors;
     return TM_OK;
 }

@@ -57,7 +57,9 @@ void tm__hash_free(tm__hash *h);
 
 struct tm_file {
     tm_layout layout;
-    tm__map *maps;            /* layout.n_shards mappings; maps[0] is the file opened */
+    tm__map *maps;            /* layout.n_shards mappings; maps[0] is the file opened, or the
+                               * first shard of a set */
+    tm_layout *shard_layouts; /* each shard's own layout when layout.n_shards > 1, else NULL */
     tm_kv *kvs;               /* layout.n_kv, file order */
     tm_tensor *tensors;       /* layout.n_tensors, file order */
     tm__hash kv_index;
@@ -66,11 +68,31 @@ struct tm_file {
     void (*free_owned)(void *owned);
 };
 
-/* gguf.c / safetensors.c: walk maps[0] (already set) into kvs, tensors and layout. */
-tm_status tm__gguf_parse(tm_file *f, tm_error *err);
+/* gguf.c / safetensors.c: walk maps[0] (already set) into kvs, tensors and layout; a file that
+ * belongs to a set may replace maps[0] by the set's shards (shard.c). */
+tm_status tm__gguf_parse(tm_file *f, unsigned flags, tm_error *err);
 tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err);
 /* True when the bytes look like a safetensors file (u64 length then '{'). */
 bool tm__safetensors_sniff(const uint8_t *p, uint64_t size);
+
+/* ---- shard.c: the files of a sharded checkpoint or split set, whatever their format ---- */
+
+/* Whether the file has a directory its siblings are in (not a buffer, not standard input). */
+bool tm__shard_has_dir(const tm__map *m);
+/* name in the directory of path (malloc'd; NULL when out of memory). */
+char *tm__shard_sibling(const char *path, const char *name);
+/* The last component of path. */
+const char *tm__shard_basename(const char *path);
+/* Map one shard by name: a regular file, or an error whose message starts with the path. */
+tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *err);
+/* Map the n files of a set and make them f's maps (n_shards = n, shard_layouts zeroed for the
+ * walker to fill). paths[keep] is the file already in maps[0], which is moved rather than mapped
+ * again (keep < 0: none is). On failure f is unchanged. */
+tm_status tm__shards_open(tm_file *f, char *const *paths, uint32_t n, int keep, unsigned flags,
+                          tm_error *err);
+/* Once every shard is walked: f->layout becomes the set's, the first shard's fields with byte
+ * counts summed over the shards (n_kv and n_tensors are the index's). */
+void tm__shards_sum(tm_file *f);
 
 /* index.c: build both hashes from f->kvs and f->tensors, refusing duplicates with a message
  * naming both entries. */

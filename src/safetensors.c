@@ -42,12 +42,11 @@ static const struct st_dtype {
 };
 
 /* What f->owned holds for a safetensors file: the parsed JSON trees (names and strings point
- * into them), the index's numeric metadata values, and each shard's own layout. */
+ * into them) and the index's numeric metadata values. */
 typedef struct st_owned {
     json_t **roots;
     size_t n_roots;
     uint64_t *numbers;
-    tm_layout *shard_layouts;
 } st_owned;
 
 static void st_owned_free(void *p)
@@ -59,7 +58,6 @@ static void st_owned_free(void *p)
         json_decref(o->roots[i]);
     free(o->roots);
     free(o->numbers);
-    free(o->shard_layouts);
     free(o);
 }
 
@@ -328,16 +326,6 @@ static tm_status json_fail(tm_error *err, const json_error_t *je, uint64_t base,
                     : code == json_error_invalid_utf8 ? "invalid UTF-8: " : "", je->text);
 }
 
-/* tm__map_open, with the path in the message (shards and indexes are opened by name). */
-static tm_status map_named(tm__map *m, const char *path, unsigned flags, tm_error *err)
-{
-    tm_error inner = {0};
-    tm_status s = tm__map_open(m, path, flags, &inner);
-    if (s != TM_OK)
-        tm__fail(err, s, inner.offset, "%s: %s", path, inner.message);
-    return s;
-}
-
 /* Walk one mapped safetensors image into f (appending tensors and metadata); fill lay. */
 static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_t *seen,
                              tm_layout *lay, tm_error *err)
@@ -443,20 +431,6 @@ static bool shard_name_ok(const char *s)
     return s[0] && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
-/* Whether the file has a directory its siblings are in (not a buffer, not standard input). */
-static bool has_dir(const tm__map *m) { return m->path && strcmp(m->path, "-") != 0; }
-
-static char *join_dir(const char *path, const char *name)
-{
-    const char *slash = strrchr(path, '/');
-    int dir_len = slash ? (int)(slash - path) + 1 : 0;
-    size_t cap = (size_t)dir_len + strlen(name) + 1;
-    char *out = malloc(cap);
-    if (out)
-        snprintf(out, cap, "%.*s%s", dir_len, path, name);
-    return out;
-}
-
 /* The index's "metadata": strings as strings, non-negative integers (total_size) as u64. */
 static tm_status read_index_metadata(tm_file *f, const char *what, json_t *meta, json_t *seen,
                                      tm_error *err)
@@ -508,8 +482,7 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
     /* The distinct shard names, sorted. */
     size_t n_names = json_object_size(wm), n_shards = 0;
     const char **shards = malloc(n_names * sizeof *shards + 1);
-    tm__map *maps = NULL;
-    tm_layout *lays = NULL;
+    char **paths = NULL;
     tm_status s = TM_OK;
     if (!shards)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for the weight map");
@@ -542,41 +515,29 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
         s = tm__fail(err, TM_BAD_VALUE, 0, "%sthe weight map names no shards", what);
         goto out;
     }
-    if (!has_dir(&f->maps[0])) {
+    if (!tm__shard_has_dir(&f->maps[0])) {
         s = tm__fail(err, TM_UNSUPPORTED, 0, "%san index read from a buffer or standard input "
                      "has no directory to find its shards in", what);
         goto out;
     }
 
-    maps = calloc(n_shards, sizeof *maps);
-    lays = calloc(n_shards, sizeof *lays);
-    if (!maps || !lays) {
+    if (n_shards > UINT32_MAX - 1 || !(paths = calloc(n_shards, sizeof *paths))) {
         s = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %zu shards", n_shards);
         goto out;
     }
-    for (size_t i = 0; i < n_shards && s == TM_OK; i++) {
-        char *path = join_dir(index_path, shards[i]);
-        s = path ? map_named(&maps[i], path, flags, err)
-                 : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-        free(path);
-    }
-    if (s != TM_OK) {
-        for (size_t i = 0; i < n_shards; i++)
-            tm__map_close(&maps[i]);
+    for (size_t i = 0; i < n_shards && s == TM_OK; i++)
+        if (!(paths[i] = tm__shard_sibling(index_path, shards[i])))
+            s = no_memory(err);
+    if (s == TM_OK)
+        s = tm__shards_open(f, paths, (uint32_t)n_shards, -1, flags, err);
+    if (s != TM_OK)
         goto out;
-    }
-    /* From here f owns the shard maps; tm_close releases n_shards of them. */
-    tm__map_close(&f->maps[0]);
-    free(f->maps);
-    f->maps = maps;
-    maps = NULL;
-    f->layout.n_shards = (uint32_t)n_shards;
 
     for (uint32_t i = 0; i < n_shards; i++) {
         char swhat[300];
         snprintf(swhat, sizeof swhat, "shard '%s': ", shards[i]);
         uint64_t first = f->layout.n_tensors;
-        s = parse_image(f, i, swhat, seen, &lays[i], err);
+        s = parse_image(f, i, swhat, seen, &f->shard_layouts[i], err);
         if (s != TM_OK)
             goto out;
         for (uint64_t t = first; t < f->layout.n_tensors; t++) {
@@ -620,16 +581,10 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
             goto out;
         }
     }
-    st_owned *o = st_owned_get(f);
-    if (!o) {
-        s = no_memory(err);
-        goto out;
-    }
-    o->shard_layouts = lays;
-    lays = NULL;
 out:
-    free(maps);
-    free(lays);
+    for (size_t i = 0; paths && i < n_shards; i++)
+        free(paths[i]);
+    free(paths);
     free(shards);
     return s;
 }
@@ -653,7 +608,7 @@ static tm_status parse_index_json(const tm__map *m, const char *label, json_t **
 static tm_status load_index(const char *path, unsigned flags, json_t **out, tm_error *err)
 {
     tm__map m = {0};
-    tm_status s = map_named(&m, path, flags, err);
+    tm_status s = tm__shard_map(&m, path, flags, err);
     if (s != TM_OK)
         return s;
     s = parse_index_json(&m, path, out, err);
@@ -670,8 +625,8 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
     /* A shard opened with TM_OPEN_ALL_SHARDS brings its checkpoint in through the sibling
      * index; a file with no index beside it is a checkpoint of its own. */
     char *index_path = NULL;
-    if (is_file && (flags & TM_OPEN_ALL_SHARDS) && has_dir(m0)) {
-        index_path = join_dir(m0->path, ST_INDEX_NAME);
+    if (is_file && (flags & TM_OPEN_ALL_SHARDS) && tm__shard_has_dir(m0)) {
+        index_path = tm__shard_sibling(m0->path, ST_INDEX_NAME);
         if (!index_path)
             return no_memory(err);
         if (access(index_path, F_OK) != 0) {
@@ -721,20 +676,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
         free(index_path);
         if (s != TM_OK)
             return s;
-        /* One checkpoint: byte counts are totals over the shards, so that "everything before
-         * the tensor data" + data = the size of all files, as one would add them up by hand. */
-        const tm_layout *lays = ((const st_owned *)f->owned)->shard_layouts;
-        tm_layout sum = {.format = TM_FORMAT_SAFETENSORS, .alignment = 1, .head_end = 8,
-                         .n_kv = f->layout.n_kv, .n_tensors = f->layout.n_tensors,
-                         .n_shards = f->layout.n_shards};
-        for (uint32_t i = 0; i < sum.n_shards; i++) {
-            sum.kv_end += lays[i].kv_end;
-            sum.data_size += lays[i].data_size;
-            sum.tensors_end += lays[i].tensors_end;
-            sum.file_size += lays[i].file_size;
-        }
-        sum.infos_end = sum.data_start = sum.kv_end;
-        f->layout = sum;
+        tm__shards_sum(f);
         return TM_OK;
     }
 
@@ -743,13 +685,4 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
     if (s == TM_OK)
         f->layout = lay;
     return s;
-}
-
-const tm_layout *tm_shard_layout(const tm_file *file, uint32_t shard)
-{
-    if (!file || shard >= file->layout.n_shards)
-        return NULL;
-    if (file->layout.n_shards == 1)
-        return &file->layout;
-    return &((const st_owned *)file->owned)->shard_layouts[shard];
 }
