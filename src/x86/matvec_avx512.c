@@ -71,7 +71,7 @@ static __m512 bf16x16(const uint8_t *p, __mmask16 k)
         }                                                                                     \
         __m512 t = _mm512_setzero_ps();                                                       \
         for (; i < n; i += 16) {                                                              \
-            const __mmask16 k = n - i >= 16 ? ALL : (__mmask16)((1u << (n - i)) - 1);         \
+            const __mmask16 k = (__mmask16)(n - i >= 16 ? ALL : (1u << (n - i)) - 1);         \
             t = _mm512_fmadd_ps(widen(p + (size) * i, k), _mm512_maskz_loadu_ps(k, x + i), t); \
         }                                                                                     \
         acc_add(&a, t);                                                                       \
