@@ -211,6 +211,10 @@ check-arm: cross-arm
 	    tests/arm/neon_check.c build-arm/libtensormap.a -lpthread -lm \
 	    -Wl,--unresolved-symbols=ignore-all
 	qemu-aarch64-static build-arm/neon_check
+	aarch64-linux-gnu-gcc $(WARN) -O2 -D_GNU_SOURCE -Iinclude -static -o build-arm/matvec_check \
+	    tests/arm/matvec_check.c build-arm/libtensormap.a -lpthread -lm \
+	    -Wl,--unresolved-symbols=ignore-all
+	qemu-aarch64-static build-arm/matvec_check
 
 check-exports: $(SHARED)
 	$(Q)if nm -D --defined-only $(SHARED) | awk '$$2 ~ /^[TDBR]$$/ {print $$3}' | grep -v '^tm_' \
@@ -221,6 +225,7 @@ check-exports: $(SHARED)
 bench: all $(BENCHES)
 	$(B)/bench/open
 	$(B)/bench/dequant
+	$(B)/bench/matvec
 
 # ---- fuzz ------------------------------------------------------------------------------------
 

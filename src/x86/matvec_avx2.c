@@ -1,8 +1,8 @@
 /* AVX2 (+FMA, F16C) row-dot kernels for tm_matvec, built with their own -m flags.
  *
- * TM_MATVEC_F32: the codes of a block are widened to float in registers and multiplied by x;
- * the block's scales are applied to the group's partial dot (d sc sum(q x) - dmin m sum(x) is
- * W x with the decoded w = d sc q - dmin m expanded), so no decoded float is ever stored.
+ * TM_MATVEC_F32: the codes of a block are widened to float in registers and multiplied by x,
+ * the scale applied to each group's partial dot (q4_K: each weight formed as ggml rounds it);
+ * no decoded float is ever stored.
  * TM_MATVEC_Q8: ggml's integer scheme (maddubs of unsigned codes by signed 8-bit x, madd by the
  * group scales), one float multiply-add per block.
  * Loads are unaligned (blocks in a file are 2-byte aligned) and never leave the row.
@@ -48,9 +48,9 @@ static __m256 i8hi(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
-/* Partial sums are kept in float for at most 256 elements (one K-quant block, eight q8_0 blocks),
- * then added into two double vectors: float rounding then stays far below 1e-6 of y even for
- * long rows whose terms cancel. */
+/* Partial sums are kept in float for at most 64 elements (two terms per lane; one group of a
+ * quantized block), then added into two double vectors: the float rounding stays near one
+ * rounding per product even in rows whose terms cancel to a y far smaller than they are. */
 typedef struct dacc {
     __m256d lo, hi;
 } dacc;
@@ -70,7 +70,7 @@ static float acc_sum(const dacc *a)
     return (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
 }
 
-/* f32, f16, bf16: eight elements at a time into four float accumulators, into doubles every 256
+/* f32, f16, bf16: eight elements at a time into four float accumulators, into doubles every 64
  * elements; the last n % 8 through a zero-padded copy, so nothing past the row is read. */
 static __m256 f32x8(const uint8_t *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
 static __m256 f16x8(const uint8_t *p) { return _mm256_cvtph_ps(ld128(p)); }
@@ -87,7 +87,7 @@ static __m256 bf16x8(const uint8_t *p)
         size_t i = 0;                                                                         \
         while (i + 8 <= n) {                                                                  \
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
-            const size_t end = n - i < 256 ? i + (n - i) / 32 * 32 : i + 256;                 \
+            const size_t end = n - i < 64 ? i + (n - i) / 32 * 32 : i + 64;                   \
             for (; i < end; i += 32) {                                                        \
                 a0 = _mm256_fmadd_ps(widen(p + (size) * i), _mm256_loadu_ps(x + i), a0);      \
                 a1 = _mm256_fmadd_ps(widen(p + (size) * (i + 8)), _mm256_loadu_ps(x + i + 8), a1); \
@@ -113,20 +113,15 @@ DOT_PLAIN(dot_f16_avx2, f16x8, 2)
 DOT_PLAIN(dot_bf16_avx2, bf16x8, 2)
 #undef DOT_PLAIN
 
-/* q8_0: d sum(q x) per 34-byte block; eight blocks per float partial. */
+/* q8_0: d sum(q x) per 34-byte block, into double per block. */
 static float dot_q8_0_avx2(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
     dacc a = acc_zero();
-    __m256 part = _mm256_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += 34, x += 32) {
         const __m256 v = _mm256_add_ps(DOT16(i8lo, i8hi, ld128(b + 2), x),
                                        DOT16(i8lo, i8hi, ld128(b + 18), x + 16));
-        part = _mm256_fmadd_ps(_mm256_set1_ps(half(b)), v, part);
-        if (i % 8 == 7 || i + 1 == n_blocks) {
-            acc_add(&a, part);
-            part = _mm256_setzero_ps();
-        }
+        acc_add(&a, _mm256_mul_ps(_mm256_set1_ps(half(b)), v));
     }
     return acc_sum(&a);
 }
@@ -137,17 +132,12 @@ static float dot_q4_0_avx2(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
     dacc a = acc_zero();
-    __m256 part = _mm256_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += 18, x += 32) {
         const __m128i q = ld128(b + 2);
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
         const __m256 v = _mm256_add_ps(DOT16(i8lo, i8hi, lo, x), DOT16(i8lo, i8hi, hi, x + 16));
-        part = _mm256_fmadd_ps(_mm256_set1_ps(half(b)), v, part);
-        if (i % 8 == 7 || i + 1 == n_blocks) {
-            acc_add(&a, part);
-            part = _mm256_setzero_ps();
-        }
+        acc_add(&a, _mm256_mul_ps(_mm256_set1_ps(half(b)), v));
     }
     return acc_sum(&a);
 }
@@ -170,7 +160,6 @@ static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += 144, x += 256) {
         const float d = half(b), dmin = half(b + 2);
-        __m256 p0 = _mm256_setzero_ps(), p1 = p0;
         for (int j = 0; j < 4; j++) {
             const __m256i q = ld256(b + 16 + 32 * j);
             const __m256i nib[2] = { _mm256_and_si256(q, m4),
@@ -180,11 +169,12 @@ static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
                 unsigned sc, m;
                 tm__k4_scale_min(b + 4, g, &sc, &m);
                 const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)m);
-                p0 = q4_K_group(_mm256_castsi256_si128(nib[h]), x + 32 * g, d1, m1, p0);
-                p1 = q4_K_group(_mm256_extracti128_si256(nib[h], 1), x + 32 * g + 16, d1, m1, p1);
+                const __m256 p = q4_K_group(_mm256_castsi256_si128(nib[h]), x + 32 * g, d1, m1,
+                                            _mm256_setzero_ps());
+                acc_add(&a, q4_K_group(_mm256_extracti128_si256(nib[h], 1), x + 32 * g + 16, d1,
+                                       m1, p));
             }
         }
-        acc_add(&a, _mm256_add_ps(p0, p1));
     }
     return acc_sum(&a);
 }
@@ -213,7 +203,6 @@ static float dot_q6_K_avx2(const void *w, const float *x, size_t n_blocks)
     for (size_t i = 0; i < n_blocks; i++, b += 210, x += 256) {
         const float d = half(b + 208);
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
-        __m256 part = _mm256_setzero_ps();
         for (int h = 0; h < 2; h++) {
             __m256i q[4];
             q6_K_codes(b + 64 * h, b + 128 + 32 * h, q);
@@ -221,14 +210,13 @@ static float dot_q6_K_avx2(const void *w, const float *x, size_t n_blocks)
                 const __m256i s = _mm256_sub_epi8(q[k], bias);
                 const float *xk = x + 128 * h + 32 * k;
                 const int g = 8 * h + 2 * k;
-                part = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[g]),
-                                       DOT16(i8lo, i8hi, _mm256_castsi256_si128(s), xk), part);
-                part = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[g + 1]),
-                                       DOT16(i8lo, i8hi, _mm256_extracti128_si256(s, 1), xk + 16),
-                                       part);
+                const __m256 p = _mm256_mul_ps(_mm256_set1_ps(d * (float)sc[g]),
+                                               DOT16(i8lo, i8hi, _mm256_castsi256_si128(s), xk));
+                acc_add(&a, _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[g + 1]),
+                                            DOT16(i8lo, i8hi, _mm256_extracti128_si256(s, 1), xk + 16),
+                                            p));
             }
         }
-        acc_add(&a, part);
     }
     return acc_sum(&a);
 }

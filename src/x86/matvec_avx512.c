@@ -1,8 +1,8 @@
 /* AVX-512 (F, BW, VL, DQ) row-dot kernels for tm_matvec, built with their own -m flags.
  *
  * The AVX2 file's schemes on 16 lanes: TM_MATVEC_F32 widens the codes to float in registers
- * (q4_K's weights decoded exactly as ggml rounds them), float partial sums for at most 256
- * elements, then double; TM_MATVEC_Q8 is ggml's maddubs/madd integer scheme on 64 bytes at a
+ * (q4_K's weights decoded exactly as ggml rounds them), float partial sums for at most 64
+ * elements (one or two terms per lane), then double; TM_MATVEC_Q8 is ggml's maddubs/madd integer scheme on 64 bytes at a
  * time. Types missing here (q4_0 in TM_MATVEC_Q8) run the AVX2 kernel.
  * Only the table is exported; every function is static. */
 #include "matvec.h"
@@ -42,7 +42,7 @@ static void acc_add(dacc *a, __m512 f)
 
 static float acc_sum(const dacc *a) { return (float)_mm512_reduce_add_pd(_mm512_add_pd(a->lo, a->hi)); }
 
-/* f32, f16, bf16: 16 elements per step, four float accumulators, into doubles every 256; the
+/* f32, f16, bf16: 64 elements per step (two products per lane), into doubles; the
  * tail through masked loads, which read nothing past the row. */
 static __m512 f32x16(const uint8_t *p, __mmask16 k) { return _mm512_maskz_loadu_ps(k, p); }
 static __m512 f16x16(const uint8_t *p, __mmask16 k) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p)); }
@@ -58,16 +58,14 @@ static __m512 bf16x16(const uint8_t *p, __mmask16 k)
         const uint8_t *p = w;                                                                 \
         dacc a = acc_zero();                                                                  \
         size_t i = 0;                                                                         \
-        while (i + 64 <= n) {                                                                 \
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
-            const size_t end = n - i < 256 ? i + (n - i) / 64 * 64 : i + 256;                 \
-            for (; i < end; i += 64) {                                                        \
-                a0 = _mm512_fmadd_ps(widen(p + (size) * i, ALL), _mm512_loadu_ps(x + i), a0); \
-                a1 = _mm512_fmadd_ps(widen(p + (size) * (i + 16), ALL), _mm512_loadu_ps(x + i + 16), a1); \
-                a2 = _mm512_fmadd_ps(widen(p + (size) * (i + 32), ALL), _mm512_loadu_ps(x + i + 32), a2); \
-                a3 = _mm512_fmadd_ps(widen(p + (size) * (i + 48), ALL), _mm512_loadu_ps(x + i + 48), a3); \
-            }                                                                                 \
-            acc_add(&a, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));         \
+        for (; i + 64 <= n; i += 64) {                                                        \
+            const __m512 a0 = _mm512_mul_ps(widen(p + (size) * i, ALL), _mm512_loadu_ps(x + i)); \
+            const __m512 a1 = _mm512_fmadd_ps(widen(p + (size) * (i + 16), ALL),              \
+                                              _mm512_loadu_ps(x + i + 16), a0);               \
+            const __m512 a2 = _mm512_mul_ps(widen(p + (size) * (i + 32), ALL), _mm512_loadu_ps(x + i + 32)); \
+            const __m512 a3 = _mm512_fmadd_ps(widen(p + (size) * (i + 48), ALL),              \
+                                              _mm512_loadu_ps(x + i + 48), a2);               \
+            acc_add(&a, _mm512_add_ps(a1, a3));                                               \
         }                                                                                     \
         __m512 t = _mm512_setzero_ps();                                                       \
         for (; i < n; i += 16) {                                                              \
@@ -83,20 +81,15 @@ DOT_PLAIN(dot_bf16_avx512, bf16x16, 2)
 #undef DOT_PLAIN
 #undef ALL
 
-/* q8_0: d sum(q x) per 34-byte block; eight blocks per float partial. */
+/* q8_0: d sum(q x) per 34-byte block, into double per block. */
 static float dot_q8_0_avx512(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
     dacc a = acc_zero();
-    __m512 part = _mm512_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += 34, x += 32) {
         const __m512 v = _mm512_fmadd_ps(i8x16(ld128(b + 18)), _mm512_loadu_ps(x + 16),
                                          _mm512_mul_ps(i8x16(ld128(b + 2)), _mm512_loadu_ps(x)));
-        part = _mm512_fmadd_ps(_mm512_set1_ps(half(b)), v, part);
-        if (i % 8 == 7 || i + 1 == n_blocks) {
-            acc_add(&a, part);
-            part = _mm512_setzero_ps();
-        }
+        acc_add(&a, _mm512_mul_ps(_mm512_set1_ps(half(b)), v));
     }
     return acc_sum(&a);
 }
@@ -107,18 +100,13 @@ static float dot_q4_0_avx512(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
     dacc a = acc_zero();
-    __m512 part = _mm512_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += 18, x += 32) {
         const __m128i q = ld128(b + 2);
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
         const __m512 v = _mm512_fmadd_ps(i8x16(hi), _mm512_loadu_ps(x + 16),
                                          _mm512_mul_ps(i8x16(lo), _mm512_loadu_ps(x)));
-        part = _mm512_fmadd_ps(_mm512_set1_ps(half(b)), v, part);
-        if (i % 8 == 7 || i + 1 == n_blocks) {
-            acc_add(&a, part);
-            part = _mm512_setzero_ps();
-        }
+        acc_add(&a, _mm512_mul_ps(_mm512_set1_ps(half(b)), v));
     }
     return acc_sum(&a);
 }
@@ -131,7 +119,6 @@ static float dot_q4_K_avx512(const void *w, const float *x, size_t n_blocks)
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += 144, x += 256) {
         const float d = half(b), dmin = half(b + 2);
-        __m512 p0 = _mm512_setzero_ps(), p1 = p0;
         for (int j = 0; j < 4; j++) {
             const __m256i q = ld256(b + 16 + 32 * j);
             const __m256i nib[2] = { _mm256_and_si256(q, m4),
@@ -143,11 +130,10 @@ static float dot_q4_K_avx512(const void *w, const float *x, size_t n_blocks)
                 const __m512 d1 = _mm512_set1_ps(d * (float)sc), m1 = _mm512_set1_ps(dmin * (float)m);
                 const __m512 w0 = _mm512_sub_ps(_mm512_mul_ps(d1, u8x16(_mm256_castsi256_si128(nib[h]))), m1);
                 const __m512 w1 = _mm512_sub_ps(_mm512_mul_ps(d1, u8x16(_mm256_extracti128_si256(nib[h], 1))), m1);
-                p0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + 32 * g), p0);
-                p1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + 32 * g + 16), p1);
+                acc_add(&a, _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + 32 * g + 16),
+                                            _mm512_mul_ps(w0, _mm512_loadu_ps(x + 32 * g))));
             }
         }
-        acc_add(&a, _mm512_add_ps(p0, p1));
     }
     return acc_sum(&a);
 }
@@ -174,7 +160,6 @@ static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
     for (size_t i = 0; i < n_blocks; i++, b += 210, x += 256) {
         const float d = half(b + 208);
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
-        __m512 part = _mm512_setzero_ps();
         for (int h = 0; h < 2; h++) {
             __m512i codes[2];
             q6_K_codes(b + 64 * h, b + 128 + 32 * h, &codes[0], &codes[1]);
@@ -185,14 +170,17 @@ static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
     part = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(d * (float)sc[g0 + (n)]),            \
                                          i8x16(_mm512_extracti32x4_epi32(s, (n)))),           \
                            _mm512_loadu_ps(x + 16 * (g0 + (n))), part)
+                __m512 part = _mm512_setzero_ps();
                 Q6_GROUP(0);
                 Q6_GROUP(1);
+                acc_add(&a, part);
+                part = _mm512_setzero_ps();
                 Q6_GROUP(2);
                 Q6_GROUP(3);
+                acc_add(&a, part);
 #undef Q6_GROUP
             }
         }
-        acc_add(&a, part);
     }
     return acc_sum(&a);
 }
