@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* x quantized to 8 bits for TM_MATVEC_Q8, as ggml's q8_0 and q8_K blocks but with a float32
  * scale in both (ggml's q8_0 keeps a half; a float costs nothing here and loses less):
@@ -35,6 +36,18 @@ typedef float tm__mv_f32_fn(const void *w, const float *x, size_t n_blocks);
 /* the same with x quantized: n_blocks tm__q8_0x (32-element weight blocks) or tm__q8_Kx
  * (256-element weight blocks) at xq */
 typedef float tm__mv_q8_fn(const void *w, const void *xq, size_t n_blocks);
+
+/* q4_K's eight 6-bit scales and eight 6-bit mins, unpacked from their 12 bytes with ggml's
+ * word trick: bytes 0..7 of the result are the scales of groups 0..7, bytes 8..15 the mins
+ * (the same values tm__k4_scale_min gives one at a time). */
+static inline void tm__k4_scales_mins(const uint8_t *s12, uint8_t out[16])
+{
+    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    const uint32_t a0 = tm__rd32(s12), a1 = tm__rd32(s12 + 4), a2 = tm__rd32(s12 + 8);
+    const uint32_t w[4] = { a0 & m6, (a2 & m4) | ((a0 >> 6 & m2) << 4), a1 & m6,
+                            (a2 >> 4 & m4) | ((a1 >> 6 & m2) << 4) };
+    memcpy(out, w, 16);
+}
 
 typedef struct tm__matvec_kernels {
     const char *name;                /* the dequant path's name: "scalar", "avx2", ... */

@@ -7,7 +7,8 @@
  *   TM_MATVEC_F32  |y - W x| <= 1e-6 max|W x| over the tensor's rows.
  *   TM_MATVEC_Q8   y is W xq to float32 rounding, where xq is x rounded as ggml does (per block
  *                  of 32 or 256: d = max|x| / 127, code = round(x / d)):
- *                  |y - W xq| <= 1e-5 max|W xq|; and so |y - W x| <= sum_j |w_j| d_j / 2 + that. */
+ *                  |y - W xq| <= 1e-4 max|W xq| (float32 sums over blocks, as ggml's); and so
+ *                  |y - W x| <= sum_j |w_j| d_j / 2 + that. */
 #include "matvec.h"
 #include "tensormap.h"
 
@@ -176,10 +177,10 @@ static void check_y(const char *what, tm_type type, unsigned mode, const float *
         double maxq;
         double *refq = product(wf, xq, rows, cols, &maxq);
         for (size_t r = 0; r < rows; r++) {
-            cr_assert(fabs((double)y[r] - refq[r]) <= 1e-5 * maxq,
-                      "%s row %zu: y = %.9g, W xq = %.9g (error %.3g of max, bound 1e-5)", what,
+            cr_assert(fabs((double)y[r] - refq[r]) <= 1e-4 * maxq,
+                      "%s row %zu: y = %.9g, W xq = %.9g (error %.3g of max, bound 1e-4)", what,
                       r, (double)y[r], refq[r], fabs((double)y[r] - refq[r]) / maxq);
-            double bound = 1e-5 * maxq;
+            double bound = 1e-4 * maxq;
             for (size_t c = 0; c < cols; c++)
                 bound += fabs((double)wf[r * cols + c]) * half_step[c];
             cr_assert(fabs((double)y[r] - ref[r]) <= bound,

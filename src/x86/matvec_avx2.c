@@ -29,13 +29,6 @@ static float hsum(__m256 v)
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-static int32_t hsum_i32(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
-}
-
 /* bytes 0..7 / 8..15 of v as eight floats */
 static __m256 u8lo(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)); }
 static __m256 u8hi(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8))); }
@@ -259,41 +252,50 @@ static float dot_q4_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     return hsum(acc);
 }
 
+/* q4_K: per block, sum over groups of sc * (codes . x) as eight int32 lanes, one float
+ * multiply-add by d dx; the mins against x's pair sums in int16 (madd), into a second float
+ * vector. No horizontal sum until the row ends. */
 static float dot_q4_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
     const __m256i m4 = _mm256_set1_epi8(15);
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), accm = acc;
     for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
+        uint8_t sm[16];
+        tm__k4_scales_mins(b + 4, sm);
+        /* x's sums of groups of 32 (pairs of its 16-sums) times the mins */
+        const __m128i xs32 = _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8));
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(sm + 8)));
+        const __m128i pm = _mm_madd_epi16(mins, xs32);
         __m256i isum = _mm256_setzero_si256();
-        int32_t msum = 0;
         for (int j = 0; j < 4; j++) {
             const __m256i q = ld256(b + 16 + 32 * j);
-            const __m256i nib[2] = { _mm256_and_si256(q, m4),
-                                     _mm256_and_si256(_mm256_srli_epi16(q, 4), m4) };
-            for (int h = 0; h < 2; h++) {
-                const int g = 2 * j + h;
-                unsigned sc, m;
-                tm__k4_scale_min(b + 4, g, &sc, &m);
-                const __m256i p = _mm256_maddubs_epi16(nib[h], ld256(x->qs + 32 * g));
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_set1_epi16((short)sc)));
-                msum += (int32_t)m * (x->bsums[2 * g] + x->bsums[2 * g + 1]);
-            }
+            const __m256i plo = _mm256_maddubs_epi16(_mm256_and_si256(q, m4), ld256(x->qs + 64 * j));
+            const __m256i phi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+                                                     ld256(x->qs + 64 * j + 32));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(plo, _mm256_set1_epi16(sm[2 * j])));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(phi, _mm256_set1_epi16(sm[2 * j + 1])));
         }
-        sum += half(b) * x->d * (float)hsum_i32(isum) - half(b + 2) * x->d * (float)msum;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b) * x->d), _mm256_cvtepi32_ps(isum), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(half(b + 2) * x->d),
+                               _mm256_cvtepi32_ps(_mm256_castsi128_si256(pm)), accm);
     }
-    return sum;
+    return hsum(acc) - hsum(accm);
 }
 
+/* q6_K: codes taken unsigned (q + 32), each 16-element group times its int8 scale; the
+ * 32 sum(sc x) that adds is removed with x's 16-sums (one madd), before the float multiply. */
 static float dot_q6_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += 210, x++) {
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
-        __m256i isum = _mm256_setzero_si256();
+        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(sc));
+        __m256i isum = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(x->bsums)), 5);
+        isum = _mm256_sub_epi32(_mm256_setzero_si256(), isum);
         for (int h = 0; h < 2; h++) {
             __m256i q[4];
             q6_K_codes(b + 64 * h, b + 128 + 32 * h, q);
@@ -304,13 +306,9 @@ static float dot_q6_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s));
             }
         }
-        /* the codes were taken unsigned (q + 32): remove 32 sum(sc x) with x's group sums */
-        int32_t bias = 0;
-        for (int g = 0; g < 16; g++)
-            bias += sc[g] * x->bsums[g];
-        sum += half(b + 208) * x->d * (float)(hsum_i32(isum) - 32 * bias);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b + 208) * x->d), _mm256_cvtepi32_ps(isum), acc);
     }
-    return sum;
+    return hsum(acc);
 }
 
 const tm__matvec_kernels tm__matvec_avx2 = {

@@ -230,20 +230,20 @@ static __m512i two_scales(unsigned a, unsigned b)
 }
 
 /* q4_K: 64 code bytes (groups 4k .. 4k+3) per step: the low nibbles are groups 4k and 4k+2, the
- * high nibbles 4k+1 and 4k+3. */
+ * high nibbles 4k+1 and 4k+3. Per block one float multiply-add of the int32 lanes by d dx, and
+ * one of the mins (against x's 32-sums, in int16) by dmin dx; no horizontal sum until the end. */
 static float dot_q4_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
     const __m512i m4 = _mm512_set1_epi8(15);
-    float sum = 0.0f;
+    __m512 acc = _mm512_setzero_ps(), accm = acc;
     for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
-        unsigned sc[8], m[8];
-        int32_t msum = 0;
-        for (int g = 0; g < 8; g++) {
-            tm__k4_scale_min(b + 4, g, &sc[g], &m[g]);
-            msum += (int32_t)m[g] * (x->bsums[2 * g] + x->bsums[2 * g + 1]);
-        }
+        uint8_t sm[16];
+        tm__k4_scales_mins(b + 4, sm);
+        const __m128i xs32 = _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8));
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(sm + 8)));
+        const __m512i pm = _mm512_zextsi128_si512(_mm_madd_epi16(mins, xs32));
         __m512i isum = _mm512_setzero_si512();
         for (int k = 0; k < 2; k++) {
             const __m512i q = ld512(b + 16 + 64 * k);
@@ -251,16 +251,17 @@ static float dot_q4_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
             const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
             const __m512i plo = _mm512_maddubs_epi16(lo, join(ld256(xs), ld256(xs + 64)));
             const __m512i phi = _mm512_maddubs_epi16(hi, join(ld256(xs + 32), ld256(xs + 96)));
-            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(plo, two_scales(sc[4 * k], sc[4 * k + 2])));
-            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(phi, two_scales(sc[4 * k + 1], sc[4 * k + 3])));
+            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(plo, two_scales(sm[4 * k], sm[4 * k + 2])));
+            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(phi, two_scales(sm[4 * k + 1], sm[4 * k + 3])));
         }
-        sum += half(b) * x->d * (float)_mm512_reduce_add_epi32(isum) - half(b + 2) * x->d * (float)msum;
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(half(b) * x->d), _mm512_cvtepi32_ps(isum), acc);
+        accm = _mm512_fmadd_ps(_mm512_set1_ps(half(b + 2) * x->d), _mm512_cvtepi32_ps(pm), accm);
     }
-    return sum;
+    return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(accm);
 }
 
 /* q6_K: codes unsigned (q + 32), 64 per vector, each 16-element group times its int8 scale;
- * the 32 sum(sc x) the unsigned codes added is removed with x's group sums. */
+ * the 32 sum(sc x) the unsigned codes added is removed with x's 16-sums (one madd). */
 static float dot_q6_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
@@ -268,13 +269,13 @@ static float dot_q6_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     /* int16 lane j (codes 2j, 2j+1) of a 64-code vector is in group j / 8 of the vector's four */
     const __m512i group_of_lane = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
                                                    1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    float sum = 0.0f;
+    __m512 acc = _mm512_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += 210, x++) {
-        const int8_t *sc = (const int8_t *)(const void *)(b + 192);
         /* the 16 scales as int16, twice (permutexvar indexes 32 lanes) */
-        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(sc));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(b + 192));
         const __m512i scales = join(sc16, sc16);
-        __m512i isum = _mm512_setzero_si512();
+        const __m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(x->bsums)), 5);
+        __m512i isum = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
         for (int h = 0; h < 2; h++) {
             __m512i codes[2];
             q6_K_codes(b + 64 * h, b + 128 + 32 * h, &codes[0], &codes[1]);
@@ -284,12 +285,9 @@ static float dot_q6_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
                 isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p, _mm512_permutexvar_epi16(idx, scales)));
             }
         }
-        int32_t bias = 0;
-        for (int g = 0; g < 16; g++)
-            bias += sc[g] * x->bsums[g];
-        sum += half(b + 208) * x->d * (float)(_mm512_reduce_add_epi32(isum) - 32 * bias);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(half(b + 208) * x->d), _mm512_cvtepi32_ps(isum), acc);
     }
-    return sum;
+    return _mm512_reduce_add_ps(acc);
 }
 
 const tm__matvec_kernels tm__matvec_avx512 = {
