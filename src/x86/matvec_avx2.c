@@ -41,9 +41,9 @@ static __m256 i8hi(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
-/* Partial sums are kept in float for at most 64 elements (two terms per lane; one group of a
- * quantized block), then added into two double vectors: the float rounding stays near one
- * rounding per product even in rows whose terms cancel to a y far smaller than they are. */
+/* Partial sums are kept in float for at most four products per lane, then added into two double
+ * vectors: the float rounding stays near one rounding per product even in rows whose terms
+ * cancel to a y far smaller than they are. */
 typedef struct dacc {
     __m256d lo, hi;
 } dacc;
@@ -63,7 +63,7 @@ static float acc_sum(const dacc *a)
     return (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
 }
 
-/* f32, f16, bf16: eight elements at a time into four float accumulators, into doubles every 64
+/* f32, f16, bf16: eight elements at a time into four float accumulators, into doubles every 128
  * elements; the last n % 8 through a zero-padded copy, so nothing past the row is read. */
 static __m256 f32x8(const uint8_t *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
 static __m256 f16x8(const uint8_t *p) { return _mm256_cvtph_ps(ld128(p)); }
@@ -80,7 +80,7 @@ static __m256 bf16x8(const uint8_t *p)
         size_t i = 0;                                                                         \
         while (i + 8 <= n) {                                                                  \
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
-            const size_t end = n - i < 64 ? i + (n - i) / 32 * 32 : i + 64;                   \
+            const size_t end = n - i < 128 ? i + (n - i) / 32 * 32 : i + 128;                 \
             for (; i < end; i += 32) {                                                        \
                 a0 = _mm256_fmadd_ps(widen(p + (size) * i), _mm256_loadu_ps(x + i), a0);      \
                 a1 = _mm256_fmadd_ps(widen(p + (size) * (i + 8)), _mm256_loadu_ps(x + i + 8), a1); \

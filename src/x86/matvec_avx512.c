@@ -1,8 +1,8 @@
 /* AVX-512 (F, BW, VL, DQ) row-dot kernels for tm_matvec, built with their own -m flags.
  *
  * The AVX2 file's schemes on 16 lanes: TM_MATVEC_F32 widens the codes to float in registers
- * (q4_K's weights decoded exactly as ggml rounds them), float partial sums for at most 64
- * elements (one or two terms per lane), then double; TM_MATVEC_Q8 is ggml's maddubs/madd integer scheme on 64 bytes at a
+ * (q4_K's weights decoded exactly as ggml rounds them), float partial sums of at most four
+ * products per lane, then double; TM_MATVEC_Q8 is ggml's maddubs/madd integer scheme on 64 bytes at a
  * time. Types missing here (q4_0 in TM_MATVEC_Q8) run the AVX2 kernel.
  * Only the table is exported; every function is static. */
 #include "matvec.h"
@@ -24,7 +24,6 @@ static __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
 static __m512i join(__m256i a, __m256i b) { return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1); }
 
 static __m512 i8x16(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
-static __m512 u8x16(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)); }
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
@@ -42,7 +41,7 @@ static void acc_add(dacc *a, __m512 f)
 
 static float acc_sum(const dacc *a) { return (float)_mm512_reduce_add_pd(_mm512_add_pd(a->lo, a->hi)); }
 
-/* f32, f16, bf16: 64 elements per step (two products per lane), into doubles; the
+/* f32, f16, bf16: 64 elements per step, into doubles every 256 (four products per lane); the
  * tail through masked loads, which read nothing past the row. */
 static __m512 f32x16(const uint8_t *p, __mmask16 k) { return _mm512_maskz_loadu_ps(k, p); }
 static __m512 f16x16(const uint8_t *p, __mmask16 k) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p)); }
@@ -58,14 +57,16 @@ static __m512 bf16x16(const uint8_t *p, __mmask16 k)
         const uint8_t *p = w;                                                                 \
         dacc a = acc_zero();                                                                  \
         size_t i = 0;                                                                         \
-        for (; i + 64 <= n; i += 64) {                                                        \
-            const __m512 a0 = _mm512_mul_ps(widen(p + (size) * i, ALL), _mm512_loadu_ps(x + i)); \
-            const __m512 a1 = _mm512_fmadd_ps(widen(p + (size) * (i + 16), ALL),              \
-                                              _mm512_loadu_ps(x + i + 16), a0);               \
-            const __m512 a2 = _mm512_mul_ps(widen(p + (size) * (i + 32), ALL), _mm512_loadu_ps(x + i + 32)); \
-            const __m512 a3 = _mm512_fmadd_ps(widen(p + (size) * (i + 48), ALL),              \
-                                              _mm512_loadu_ps(x + i + 48), a2);               \
-            acc_add(&a, _mm512_add_ps(a1, a3));                                               \
+        while (i + 64 <= n) {                                                                 \
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
+            const size_t end = n - i < 256 ? i + (n - i) / 64 * 64 : i + 256;                 \
+            for (; i < end; i += 64) {                                                        \
+                a0 = _mm512_fmadd_ps(widen(p + (size) * i, ALL), _mm512_loadu_ps(x + i), a0); \
+                a1 = _mm512_fmadd_ps(widen(p + (size) * (i + 16), ALL), _mm512_loadu_ps(x + i + 16), a1); \
+                a2 = _mm512_fmadd_ps(widen(p + (size) * (i + 32), ALL), _mm512_loadu_ps(x + i + 32), a2); \
+                a3 = _mm512_fmadd_ps(widen(p + (size) * (i + 48), ALL), _mm512_loadu_ps(x + i + 48), a3); \
+            }                                                                                 \
+            acc_add(&a, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));         \
         }                                                                                     \
         __m512 t = _mm512_setzero_ps();                                                       \
         for (; i < n; i += 16) {                                                              \
@@ -81,15 +82,20 @@ DOT_PLAIN(dot_bf16_avx512, bf16x16, 2)
 #undef DOT_PLAIN
 #undef ALL
 
-/* q8_0: d sum(q x) per 34-byte block, into double per block. */
+/* q8_0: d sum(q x) per 34-byte block, into double every two blocks. */
 static float dot_q8_0_avx512(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
     dacc a = acc_zero();
+    __m512 part = _mm512_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += 34, x += 32) {
         const __m512 v = _mm512_fmadd_ps(i8x16(ld128(b + 18)), _mm512_loadu_ps(x + 16),
                                          _mm512_mul_ps(i8x16(ld128(b + 2)), _mm512_loadu_ps(x)));
-        acc_add(&a, _mm512_mul_ps(_mm512_set1_ps(half(b)), v));
+        part = _mm512_fmadd_ps(_mm512_set1_ps(half(b)), v, part);
+        if (i % 2 == 1 || i + 1 == n_blocks) { /* four products per lane */
+            acc_add(&a, part);
+            part = _mm512_setzero_ps();
+        }
     }
     return acc_sum(&a);
 }
@@ -100,39 +106,62 @@ static float dot_q4_0_avx512(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
     dacc a = acc_zero();
+    __m512 part = _mm512_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += 18, x += 32) {
         const __m128i q = ld128(b + 2);
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
         const __m512 v = _mm512_fmadd_ps(i8x16(hi), _mm512_loadu_ps(x + 16),
                                          _mm512_mul_ps(i8x16(lo), _mm512_loadu_ps(x)));
-        acc_add(&a, _mm512_mul_ps(_mm512_set1_ps(half(b)), v));
+        part = _mm512_fmadd_ps(_mm512_set1_ps(half(b)), v, part);
+        if (i % 2 == 1 || i + 1 == n_blocks) { /* four products per lane */
+            acc_add(&a, part);
+            part = _mm512_setzero_ps();
+        }
     }
     return acc_sum(&a);
 }
 
-/* q4_K: each weight decoded exactly as ggml rounds it, (d sc) q - (dmin m), then times x. */
+/* The eight (d sc) and (dmin m) of a q4_K block as floats (each product rounded, as ggml's
+ * decoder forms them), for broadcast loads. */
+static void q4_K_scales(const uint8_t *b, float d1[8], float m1[8])
+{
+    uint8_t sm[16];
+    tm__k4_scales_mins(b + 4, sm);
+    const __m128i v = ld128(sm);
+    _mm256_storeu_ps(d1, _mm256_mul_ps(_mm256_set1_ps(half(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))));
+    _mm256_storeu_ps(m1, _mm256_mul_ps(_mm256_set1_ps(half(b + 2)),
+                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)))));
+}
+
+/* q4_K: the sixteen values a group's weights can take, (d sc) q - (dmin m) for q = 0..15, are
+ * formed once per group exactly as ggml's decoder rounds them, and each weight is looked up with
+ * vpermps, whose index is the low four bits of a lane: the code bytes widened to 32 bits are
+ * the low nibbles' indices as they stand and, shifted right by 4, the high nibbles'. Into
+ * double every 64 elements (four products per lane). */
 static float dot_q4_K_avx512(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
-    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += 144, x += 256) {
-        const float d = half(b), dmin = half(b + 2);
+        float d1[8], m1[8];
+        q4_K_scales(b, d1, m1);
         for (int j = 0; j < 4; j++) {
-            const __m256i q = ld256(b + 16 + 32 * j);
-            const __m256i nib[2] = { _mm256_and_si256(q, m4),
-                                     _mm256_and_si256(_mm256_srli_epi16(q, 4), m4) };
-            for (int h = 0; h < 2; h++) {
-                const int g = 2 * j + h;
-                unsigned sc, m;
-                tm__k4_scale_min(b + 4, g, &sc, &m);
-                const __m512 d1 = _mm512_set1_ps(d * (float)sc), m1 = _mm512_set1_ps(dmin * (float)m);
-                const __m512 w0 = _mm512_sub_ps(_mm512_mul_ps(d1, u8x16(_mm256_castsi256_si128(nib[h]))), m1);
-                const __m512 w1 = _mm512_sub_ps(_mm512_mul_ps(d1, u8x16(_mm256_extracti128_si256(nib[h], 1))), m1);
-                acc_add(&a, _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + 32 * g + 16),
-                                            _mm512_mul_ps(w0, _mm512_loadu_ps(x + 32 * g))));
-            }
+            const float *xj = x + 64 * j;
+            const __m512 lo = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(d1[2 * j]), iota),
+                                            _mm512_set1_ps(m1[2 * j]));
+            const __m512 hi = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(d1[2 * j + 1]), iota),
+                                            _mm512_set1_ps(m1[2 * j + 1]));
+            const __m512i c0 = _mm512_cvtepu8_epi32(ld128(b + 16 + 32 * j));
+            const __m512i c1 = _mm512_cvtepu8_epi32(ld128(b + 32 + 32 * j));
+            __m512 p0 = _mm512_mul_ps(_mm512_permutexvar_ps(c0, lo), _mm512_loadu_ps(xj));
+            __m512 p1 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(c0, 4), hi),
+                                      _mm512_loadu_ps(xj + 32));
+            p0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(c1, lo), _mm512_loadu_ps(xj + 16), p0);
+            p1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(c1, 4), hi),
+                                 _mm512_loadu_ps(xj + 48), p1);
+            acc_add(&a, _mm512_add_ps(p0, p1));
         }
     }
     return acc_sum(&a);
@@ -151,35 +180,34 @@ static void q6_K_codes(const uint8_t *ql, const uint8_t *qh, __m512i *lo, __m512
                           _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 4), m2), 4));
 }
 
-/* q6_K: (d sc) (q - 32) x per 16-element group. */
+/* q6_K: (d sc) (q - 32) x per 16-element group. The codes are built 64 at a time in registers,
+ * stored once to the stack and widened to 32 bits from there (a load, not a shuffle per 16). */
 static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
     const __m512i bias = _mm512_set1_epi8(32);
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += 210, x += 256) {
-        const float d = half(b + 208);
-        const int8_t *sc = (const int8_t *)(const void *)(b + 192);
+        float ds[16];
+        const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 192)));
+        _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(half(b + 208)), sc));
+        int8_t q[256];
         for (int h = 0; h < 2; h++) {
             __m512i codes[2];
             q6_K_codes(b + 64 * h, b + 128 + 32 * h, &codes[0], &codes[1]);
-            for (int k = 0; k < 2; k++) {
-                const __m512i s = _mm512_sub_epi8(codes[k], bias);
-                const int g0 = 8 * h + 4 * k;
-#define Q6_GROUP(n)                                                                           \
-    part = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(d * (float)sc[g0 + (n)]),            \
-                                         i8x16(_mm512_extracti32x4_epi32(s, (n)))),           \
-                           _mm512_loadu_ps(x + 16 * (g0 + (n))), part)
-                __m512 part = _mm512_setzero_ps();
-                Q6_GROUP(0);
-                Q6_GROUP(1);
-                acc_add(&a, part);
-                part = _mm512_setzero_ps();
-                Q6_GROUP(2);
-                Q6_GROUP(3);
-                acc_add(&a, part);
-#undef Q6_GROUP
-            }
+            _mm512_storeu_si512(q + 128 * h, _mm512_sub_epi8(codes[0], bias));
+            _mm512_storeu_si512(q + 128 * h + 64, _mm512_sub_epi8(codes[1], bias));
+        }
+        for (int g = 0; g < 16; g += 4) {
+            __m512 p0 = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(ds[g]), i8x16(ld128(q + 16 * g))),
+                                      _mm512_loadu_ps(x + 16 * g));
+            __m512 p1 = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(ds[g + 1]), i8x16(ld128(q + 16 * g + 16))),
+                                      _mm512_loadu_ps(x + 16 * g + 16));
+            p0 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(ds[g + 2]), i8x16(ld128(q + 16 * g + 32))),
+                                 _mm512_loadu_ps(x + 16 * g + 32), p0);
+            p1 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(ds[g + 3]), i8x16(ld128(q + 16 * g + 48))),
+                                 _mm512_loadu_ps(x + 16 * g + 48), p1);
+            acc_add(&a, _mm512_add_ps(p0, p1));
         }
     }
     return acc_sum(&a);
