@@ -275,11 +275,9 @@ Test(matvec_api, tables_hold_the_promised_kernels)
         cr_assert(tm__matvec_scalar.q8[q8_kernels[i]], "scalar q8 %s", tm_type_name(q8_kernels[i]));
 #if defined(__x86_64__)
     const tm__matvec_kernels *simd[] = { &tm__matvec_avx2, &tm__matvec_avx512 };
-#elif defined(__aarch64__)
-    const tm__matvec_kernels *simd[] = { &tm__matvec_neon };
 #else
-    cr_skip_test("no SIMD path on this architecture");
-    const tm__matvec_kernels *simd[] = { NULL };
+    cr_skip_test("the x86 tables only: NEON's are checked by tests/arm/matvec_check.c");
+    const tm__matvec_kernels *simd[] = { &tm__matvec_scalar };
 #endif
     for (size_t k = 0; k < sizeof simd / sizeof simd[0]; k++) {
         for (size_t i = 0; i < sizeof f32_kernels / sizeof f32_kernels[0]; i++)

@@ -268,14 +268,20 @@ static float dot_q4_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
         const __m128i xs32 = _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8));
         const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(sm + 8)));
         const __m128i pm = _mm_madd_epi16(mins, xs32);
+        /* the eight scales as int16 in both halves; vpshufb broadcasts scale s with the byte
+         * pair (2s, 2s + 1) */
+        const __m256i scales = _mm256_broadcastsi128_si256(
+            _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)sm)));
         __m256i isum = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             const __m256i q = ld256(b + 16 + 32 * j);
             const __m256i plo = _mm256_maddubs_epi16(_mm256_and_si256(q, m4), ld256(x->qs + 64 * j));
             const __m256i phi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
                                                      ld256(x->qs + 64 * j + 32));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(plo, _mm256_set1_epi16(sm[2 * j])));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(phi, _mm256_set1_epi16(sm[2 * j + 1])));
+            const __m256i slo = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)(0x0100 + 0x0202 * 2 * j)));
+            const __m256i shi = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * j + 1))));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(plo, slo));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(phi, shi));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b) * x->d), _mm256_cvtepi32_ps(isum), acc);
         accm = _mm256_fmadd_ps(_mm256_set1_ps(half(b + 2) * x->d),
@@ -292,17 +298,20 @@ static float dot_q6_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     __m256 acc = _mm256_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += 210, x++) {
-        const int8_t *sc = (const int8_t *)(const void *)(b + 192);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(sc));
+        const __m128i sc8 = ld128(b + 192);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         __m256i isum = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(x->bsums)), 5);
         isum = _mm256_sub_epi32(_mm256_setzero_si256(), isum);
+        /* byte g eight times, then byte g + 1 eight times */
+        const __m128i pair = _mm_set_epi8(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
         for (int h = 0; h < 2; h++) {
             __m256i q[4];
             q6_K_codes(b + 64 * h, b + 128 + 32 * h, q);
             for (int k = 0; k < 4; k++) {
                 const int g = 8 * h + 2 * k;
                 const __m256i p = _mm256_maddubs_epi16(q[k], ld256(x->qs + 128 * h + 32 * k));
-                const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+                const __m256i s = _mm256_cvtepi8_epi16(
+                    _mm_shuffle_epi8(sc8, _mm_add_epi8(pair, _mm_set1_epi8((char)g))));
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s));
             }
         }
