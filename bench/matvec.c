@@ -16,6 +16,7 @@
  * - Error: max |y - W x| / max |W x| over 64 rows spread over W, W x taken in double from the
  *   decoded weights (tm_dequant_rows, bit-exact with ggml).
  * The CPU, compiler, the library's flags and the load average are printed first. */
+#include "bench.h"
 #include "tensormap.h"
 
 #include <math.h>
@@ -58,12 +59,6 @@ static void die(const char *what)
 {
     fprintf(stderr, "matvec bench: %s\n", what);
     exit(1);
-}
-
-static int by_value(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* ---- inputs -------------------------------------------------------------------------------- */
@@ -172,8 +167,7 @@ static double read_ceiling(const uint8_t *p, size_t n, unsigned n_threads)
         sink += parts[0].sum ^ parts[1].sum;
     }
     (void)sink;
-    qsort(t + 1, CEILING_CALLS, sizeof t[0], by_value); /* call 0 was the warm-up */
-    return (double)n / t[1 + CEILING_CALLS / 2];
+    return (double)n / bench_median(t + 1, CEILING_CALLS, NULL); /* call 0 was the warm-up */
 }
 
 /* ---- one row of the table ------------------------------------------------------------------ */
@@ -211,8 +205,7 @@ static void bench_row(const tm_tensor *w, const float *x, float *y, const char *
             die(err.message);
         t[c] = now_on(clock) - t0;
     }
-    qsort(t + 1, CALLS, sizeof t[0], by_value);
-    const double gbs = (double)w->n_bytes / t[1 + CALLS / 2];
+    const double gbs = (double)w->n_bytes / bench_median(t + 1, CALLS, NULL);
     const double ratio = gbs / ceiling;
     char verdict[48] = "";
     if (target > 0)
@@ -225,18 +218,8 @@ static void bench_row(const tm_tensor *w, const float *x, float *y, const char *
 
 static void header(void)
 {
-    char cpu[128] = "unknown", line[256];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
-            snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
-            cpu[strcspn(cpu, "\n")] = 0;
-            break;
-        }
-    if (f)
-        fclose(f);
     double load[3] = { -1, -1, -1 };
-    f = fopen("/proc/loadavg", "r");
+    FILE *f = fopen("/proc/loadavg", "r");
     if (f) {
         if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
             load[0] = -1;
@@ -245,20 +228,20 @@ static void header(void)
     char date[32];
     const time_t t = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
-    printf("tensormap %s matvec bench, %s\n"
-           "CPU: %s, %ld online CPUs; load average %.2f %.2f %.2f at start\n"
-           "compiler: gcc %s; library: %s\n"
+    printf("tensormap matvec bench, %s\n", date);
+    bench_print_cpu();
+    printf("flags     %s\n"
+           "load      %.2f %.2f %.2f at start, %ld online CPUs\n"
            "W: rows of %d, >= %zu MiB (streamed from DRAM); GB = 10^9 bytes of W; median of %d "
            "calls after 1 warm-up; one-thread rows timed by %s\n"
            "ceiling: plain read of the same bytes on the same number of threads, measured just "
            "before the row (median of %d)\n"
            "error: max|y - Wx| / max|Wx| over %d rows, Wx in double from the decoded W\n\n"
            "type   path    mode thr   GB/s  ceiling  ratio  target        error\n",
-           tm_version(), date, cpu, sysconf(_SC_NPROCESSORS_ONLN), load[0], load[1], load[2],
-           __VERSION__, TM_BENCH_LIB_FLAGS, COLS, w_bytes_min >> 20, CALLS,
+           TM_BENCH_LIB_FLAGS, load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN), COLS,
+           w_bytes_min >> 20, CALLS,
            one_thread_clock == CLOCK_MONOTONIC ? "the wall clock" : "the thread's CPU time",
-           CEILING_CALLS,
-           ERROR_ROWS);
+           CEILING_CALLS, ERROR_ROWS);
 }
 
 int main(int argc, char **argv)
