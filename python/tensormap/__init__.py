@@ -269,11 +269,20 @@ class File:
             return empty
         return np.asarray(_MappedBytes(h, t.contents.data, n))
 
-    def get_tensor(self, name):
+    def get_tensor(self, name, out=None):
         """The whole tensor decoded to float32, in PyTorch shape, by the library's threaded
-        kernels (tm_dequant_tensor on every online CPU) straight into the returned array."""
+        kernels (tm_dequant_tensor on every online CPU) straight into the returned array.
+        out: a C-contiguous, writeable float32 array of as many elements to decode into (and
+        return) instead of a new one; reusing one saves the kernel's zeroing of fresh pages."""
         h, t = self._tensor(name)
-        out = np.empty(_shape(t), np.float32)
+        if out is None:
+            out = np.empty(_shape(t), np.float32)
+        elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and
+                  out.flags.c_contiguous and out.flags.writeable and
+                  out.size == t.contents.n_elements):
+            raise _error(InvalidError, "INVALID_ARG",
+                         f"tensor {name!r}: out must be a C-contiguous, writeable float32 array "
+                         f"of {t.contents.n_elements} elements", path=str(self.path))
         if out.size:
             err = _lib.Error()
             if _c.tm_dequant_tensor(t, out.ctypes.data, 0, ctypes.byref(err)) != 0:

@@ -46,6 +46,23 @@ def test_every_tensor_decodes_bit_exact_or_names_its_type(golden):
     assert decoded >= 2 * 13   # f32, f16, bf16 and the legacy and k-quants, rows + raw blocks
 
 
+def test_get_tensor_into_a_caller_s_array():
+    with tensormap.open(corpus_path("golden", "golden-a.gguf")) as f:
+        want = f.get_tensor("q4_K.rows.weight")
+        out = np.full(want.size, np.nan, np.float32)
+        assert f.get_tensor("q4_K.rows.weight", out=out) is out
+        assert np.array_equal(out.view(np.uint32), want.reshape(-1).view(np.uint32))
+        for bad in (np.empty(want.size - 1, np.float32), np.empty(want.size, np.float64),
+                    np.empty((want.size, 2), np.float32)[:, 0], [0.0] * want.size):
+            with pytest.raises(tensormap.InvalidError) as e:
+                f.get_tensor("q4_K.rows.weight", out=bad)
+            assert e.value.code == "INVALID_ARG"
+        readonly = np.empty(want.size, np.float32)
+        readonly.flags.writeable = False
+        with pytest.raises(tensormap.InvalidError):
+            f.get_tensor("q4_K.rows.weight", out=readonly)
+
+
 def test_get_rows_equal_the_whole_tensor_s_rows(golden):
     with tensormap.open(corpus_path("golden", golden + ".gguf")) as f:
         for row in golden_tensors(golden):
