@@ -147,8 +147,9 @@ static tm_status entry_fail(tm_error *err, tm_status code, const st_ctx *c, size
     va_end(ap);
     tm__quote(quoted, sizeof quoted, name, len);
     uint64_t off = entry_offset(c, name, len);
+    /* entries counted from 0, as the GGUF walk counts them */
     return tm__fail(err, code, off, "%sheader entry %zu of %zu (%s) at byte %llu: %s", c->what,
-                    index + 1, count, quoted, (unsigned long long)off, why);
+                    index, count, quoted, (unsigned long long)off, why);
 }
 
 /* A header entry on its way to a tm_tensor. */

@@ -667,8 +667,9 @@ static int run(int argc, char **argv)
         jpairs = json_array();
         json_object_set_new(root, "pairs", jpairs);
     } else {
-        printf("A: %s (%s, %" PRIu64 " tensors)\nB: %s (%s, %" PRIu64 " tensors)\n", argv[optind],
-               format_name(fa), na, argv[optind + 1], format_name(fb), nb);
+        printf("A: %s (%s, %" PRIu64 " tensor%s)\nB: %s (%s, %" PRIu64 " tensor%s)\n",
+               argv[optind], format_name(fa), na, CLI_S(na), argv[optind + 1], format_name(fb), nb,
+               CLI_S(nb));
         if (pl.cross) {
             printf("names: Hugging Face to llama.cpp");
             if (pl.permute)
