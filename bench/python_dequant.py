@@ -7,8 +7,8 @@ decode of the same tensor, and against a pure-numpy decoder (what Python GGUF re
 
 For q4_K and q8_0: writes a GGUF file (the library's writer, through ctypes) holding one tensor of
 at least --mib MiB of quantized input whose blocks are the golden corpus' rows (ggml-quantized
-realistic values) tiled; then, after one warm-up each and interleaved so that the machine's
-noise falls on all alike, the median and minimum of --repeats runs of:
+realistic values) tiled; then, after one warm-up each and interleaved (the order reversed on
+every repeat) so that the machine's noise falls on all alike, the median and minimum of --repeats runs of:
 
   C, preallocated   tm_dequant_tensor (through ctypes, one call) on all online CPUs into one float32 buffer allocated and
                     touched once (the ceiling: the library's decode, nothing else)
@@ -193,8 +193,11 @@ def run(path, type_name, args):
             assert np.array_equal(got.view(np.uint32), ref[:got.size].view(np.uint32)), k
             del out, got
         del ref
+        order = list(cases)
         for _ in range(args.repeats):
-            for k, (fn, _) in cases.items():
+            order.reverse()       # no case always runs first after a large free, or after numpy
+            for k in order:
+                fn = cases[k][0]
                 dt, out = timed(fn)
                 del out
                 times[k].append(dt)
