@@ -120,3 +120,43 @@ Test(cli_options, help_lists_every_global_option_and_the_man_page_too)
     cr_assert(strncmp(v.out, "tensormap ", 10) == 0, "%s", v.out);
     tool_result_free(&v);
 }
+
+/* bytes on a damaged file: every field before the refused one, laid end to end from byte 0 (no
+ * gap, no overlap: each starts where the one before ended), then the refused field at the offset
+ * the refusal names, and exit 1. */
+Test(cli_options, bytes_on_a_damaged_file_shows_every_field_up_to_the_refused_one)
+{
+    static const char *const files[] = {"vocab-bert-bge", "vocab-llama-spm", "vocab-phi-3"};
+    const char *corpus = getenv("TM_CORPUS");
+    cr_assert_not_null(corpus);
+    for (size_t i = 0; i < 3; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/damaged/%s.gguf", corpus, files[i]);
+        tool_result r = tool_run("bytes", "--json", path, NULL);
+        cr_assert_eq(r.status, 1, "%s: exit %d", files[i], r.status);
+        const char *at = strstr(r.err, " at byte ");
+        cr_assert_not_null(at, "%s", r.err);
+        unsigned long long refused = strtoull(at + 9, NULL, 10);
+        json_t *a = json_loadb(r.out, r.out_len, 0, NULL);
+        cr_assert(json_is_array(a), "%s: %s", files[i], r.out);
+        size_t n = json_array_size(a);
+        cr_assert_gt(n, 8, "%s: only %zu fields", files[i], n);
+        uint64_t next = 0;
+        for (size_t k = 0; k + 1 < n; k++) {
+            const json_t *f = json_array_get(a, k);
+            cr_assert_eq(json_u64(f, "offset"), next, "%s: field %zu starts at %llu, not %llu",
+                         files[i], k, (unsigned long long)json_u64(f, "offset"),
+                         (unsigned long long)next);
+            next += json_u64(f, "size");
+        }
+        const json_t *last = json_array_get(a, n - 1);
+        cr_assert_eq(next, refused, "%s: the fields end at %llu, the refusal is at %llu", files[i],
+                     (unsigned long long)next, refused);
+        cr_assert_eq(json_u64(last, "offset"), refused);
+        cr_assert(strstr(json_string_value(json_object_get(last, "field")), "refused here: "));
+        cr_assert_str_eq(json_string_value(json_object_get(json_array_get(a, 0), "field")),
+                         "magic");
+        json_decref(a);
+        tool_result_free(&r);
+    }
+}

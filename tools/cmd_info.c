@@ -26,8 +26,7 @@ static const char help[] =
     "  --context N     the KV cache at N tokens\n"
     "  --kv-type TYPE  the type K and V are cached in: f16 (default), bf16, f32, q8_0, q4_0,\n"
     "                  q4_1, q5_0, q5_1 or iq4_nl\n"
-    "  --json          the same as one JSON object (docs/json.md; a dimension the file lacks\n"
-    "                  is null)\n";
+    "  --json          the same as one JSON object (a dimension the file lacks is null)\n";
 
 /* The architecture's dimensions, as `<arch>.<suffix>` keys. */
 static const struct dim {
