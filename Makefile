@@ -172,6 +172,7 @@ demo: all
 export TM_TOOL   = $(abspath $(B)/tensormap)
 export TM_MATVEC = $(abspath $(B)/matvec)
 export TM_CORPUS = $(abspath ../shared/corpus)
+export TM_README = $(abspath README.md)
 
 test: all $(B)/test_tensormap check-exports
 	$(B)/test_tensormap $(TEST_ARGS) $(SAN_GATE)
