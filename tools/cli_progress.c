@@ -1,10 +1,12 @@
 /* A progress line on stderr for work that takes more than a second: shown only when stderr is
  * a terminal (never in a pipe, a log or a test's capture), first drawn after one second, redrawn
  * at most ten times a second, and wiped when the work ends so the output around it is as
- * without it. */
+ * without it. TM_PROGRESS_AFTER_MS sets the first delay (a test that needs the line at once
+ * sets 0). */
 #include "cli_util.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,8 +20,12 @@ static double seconds(void)
 void cli_progress_start(cli_progress *p, const char *what, const char *unit, uint64_t total)
 {
     *p = (cli_progress){.what = what, .unit = unit, .total = total, .on = isatty(2) == 1};
+    const char *after = getenv("TM_PROGRESS_AFTER_MS");
+    uint64_t ms = 1000;
+    if (after && !cli_parse_u64(after, &ms))
+        ms = 1000;
     if (p->on)
-        p->next = seconds() + 1.0;
+        p->next = seconds() + (double)ms / 1000;
 }
 
 void cli_progress_add(cli_progress *p, uint64_t n)
