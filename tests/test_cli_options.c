@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 TestSuite(cli_options, .fini = test_cleanup);
 
@@ -159,4 +160,31 @@ Test(cli_options, bytes_on_a_damaged_file_shows_every_field_up_to_the_refused_on
         json_decref(a);
         tool_result_free(&r);
     }
+}
+
+/* Every command, as --help lists it, refuses an unknown option the same way (exit 2, the option
+ * named, the reason said) and says no word of the documents a user has not seen. */
+Test(cli_options, every_command_refuses_an_unknown_option_alike)
+{
+    tool_result h = tool_run("--help", NULL);
+    cr_assert_eq(h.status, 0);
+    const char *p = strstr(h.out, "\ncommands:\n");
+    cr_assert_not_null(p);
+    int n = 0;
+    for (p += strlen("\ncommands:\n"); strncmp(p, "  ", 2) == 0 && p[2] != ' '; n++) {
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(p + 2, " \n"), p + 2);
+        REFUSED(2, "there is no option '--no-such-option'", name, "--no-such-option", "x");
+        tool_result c = tool_run("help", name, NULL);
+        cr_assert_eq(c.status, 0);
+        for (const char *w = c.out; *w; w++)
+            cr_assert(strncasecmp(w, "chapter", 7) && strncasecmp(w, "seed doc", 8) &&
+                          strncasecmp(w, "lesson", 6),
+                      "tensormap help %s speaks of something the user has not seen: %.60s", name,
+                      w);
+        tool_result_free(&c);
+        p = strchr(p, '\n') + 1;
+    }
+    cr_assert_gt(n, 10);
+    tool_result_free(&h);
 }
