@@ -172,12 +172,13 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
         printf(noalign ? "the numbers, read at the end of the info records, ignoring the "
                          "declared alignment\n"
                        : "the numbers, read at the declared alignment\n");
+        char num[32];
         printf("  written");
         for (int i = 0; i < N_VALUES; i++)
-            printf(" %g", (double)values[i]);
+            printf(" %s", (cli_float_text(values[i], true, num, sizeof num), num));
         printf("\n  read   ");
         for (int i = 0; i < N_VALUES; i++)
-            printf(" %g", (double)got[i]);
+            printf(" %s", (cli_float_text(got[i], true, num, sizeof num), num));
         printf("\n%d of %d came back the number that went in\n", same, N_VALUES);
     }
     tm_close(f);
