@@ -190,7 +190,7 @@ endif
 define PYTEST
 $(Q)for m in numpy:python3-numpy pytest:python3-pytest; do \
     $(PYTHON) -c "import $${m%%:*}" 2>/dev/null || { echo "the Python tests need $${m#*:} for $(PYTHON) (as root: apt-get install $${m#*:})" >&2; exit 1; }; done
-$(PYTEST_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider python/tests $(PYTEST_ARGS)
+$(PYTEST_ENV) $(PYTHON) -m pytest -q -rs -p no:cacheprovider python/tests $(PYTEST_ARGS)
 endef
 
 test-python: $(SHARED)
