@@ -9,9 +9,9 @@ LIB_SRCS := $(wildcard src/*.c)
 # TM__KERNEL_TABLES in src/dequant.h.)
 AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
-AVX2_SRCS    := src/x86/dequant_avx2.c
-AVX512_SRCS  := src/x86/dequant_avx512.c
-NEON_SRCS    := src/arm/dequant_neon.c
+AVX2_SRCS    := src/x86/dequant_avx2.c src/x86/dequant_avx2_iq.c
+AVX512_SRCS  := src/x86/dequant_avx512.c src/x86/dequant_avx512_iq.c
+NEON_SRCS    := src/arm/dequant_neon.c src/arm/dequant_neon_iq.c
 
 ifeq ($(ARCH),x86_64)
 LIB_SRCS += src/x86/cpu.c $(AVX2_SRCS) $(AVX512_SRCS)

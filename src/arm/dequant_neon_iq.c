@@ -29,8 +29,6 @@ static float half(const uint8_t *p)
     return half_bits(h);
 }
 
-static unsigned rd16(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
-
 static const uint32_t sign_xor[256][8] = { TM__SIGN_XOR_ROWS };
 
 /* dst[j] = db * mag[j] for the eight unsigned bytes m, negated where bit j of the sign byte s is
@@ -79,7 +77,7 @@ static void dequant_iq2_xs_neon(const void *src, float *dst, size_t n)
             const float32x4_t db[2] = { vdupq_n_f32(tm__iq_grid_scale(d, b[66 + g] & 15u, 0.25f)),
                                         vdupq_n_f32(tm__iq_grid_scale(d, b[66 + g] >> 4, 0.25f)) };
             for (int l = 0; l < 4; l++) {
-                const unsigned v = rd16(qs + 2 * l);
+                const unsigned v = tm__rd16(qs + 2 * l);
                 store_signed(dst + 8 * l, db[l / 2], grid_u8x8(&tm__iq2xs_grid[v & 511]), tm__ksigns_iq2xs[v >> 9]);
             }
         }
@@ -156,7 +154,7 @@ static void dequant_iq1_s_neon(const void *src, float *dst, size_t n)
     for (size_t i = 0; i < n; i++, b += 50) {
         const float d = half(b);
         for (int g = 0; g < 8; g++, dst += 32) {
-            const unsigned w = rd16(b + 34 + 2 * g);
+            const unsigned w = tm__rd16(b + 34 + 2 * g);
             const float32x4_t dl = vdupq_n_f32(tm__iq_odd_scale(d, w >> 12 & 7));
             for (int l = 0; l < 4; l++)
                 store_iq1(dst + 8 * l, dl, b[2 + 4 * g + l] | (w >> 3 * l & 7u) << 8, w & 0x8000u);
@@ -168,7 +166,7 @@ static void dequant_iq1_m_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 56) {
-        const unsigned w[4] = { rd16(b + 48), rd16(b + 50), rd16(b + 52), rd16(b + 54) };
+        const unsigned w[4] = { tm__rd16(b + 48), tm__rd16(b + 50), tm__rd16(b + 52), tm__rd16(b + 54) };
         const float d = half_bits(tm__iq1m_scale_bits(w));
         for (int g = 0; g < 8; g++, dst += 32) {
             const unsigned sw = w[g / 2], c = 6u * (unsigned)(g % 2);

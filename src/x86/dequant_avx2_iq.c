@@ -34,8 +34,6 @@ static float half(const uint8_t *p)
     return _cvtsh_ss(h);
 }
 
-static unsigned rd16(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
-
 /* ---- the sub-group stores -------------------------------------------------------------------- */
 
 /* The eight bytes of a 64-bit grid entry, and of two 32-bit ones, as floats (unsigned). */
@@ -92,7 +90,7 @@ static void dequant_iq2_xs_avx2(const void *src, float *dst, size_t n)
             const __m256 db[2] = { grid_scale(d, b[66 + g] & 15u, 0.25f), grid_scale(d, b[66 + g] >> 4, 0.25f) };
 #pragma GCC unroll 4
             for (int l = 0; l < 4; l++) {
-                const unsigned v = rd16(qs + 2 * l);
+                const unsigned v = tm__rd16(qs + 2 * l);
                 store_signed(dst + 8 * l, db[l / 2], grid_u8x8(&tm__iq2xs_grid[v & 511]), tm__ksigns_iq2xs[v >> 9]);
             }
         }
@@ -178,7 +176,7 @@ static void dequant_iq1_s_avx2(const void *src, float *dst, size_t n)
     for (size_t i = 0; i < n; i++, b += 50) {
         const float d = half(b);
         for (int g = 0; g < 8; g++, dst += 32) {
-            const unsigned w = rd16(b + 34 + 2 * g);
+            const unsigned w = tm__rd16(b + 34 + 2 * g);
             const __m256 dl = _mm256_set1_ps(tm__iq_odd_scale(d, w >> 12 & 7));
             const __m256 minus = bit_set(_mm256_set1_epi32((int)w), 15);
 #pragma GCC unroll 4
@@ -192,11 +190,11 @@ static void dequant_iq1_m_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 56) {
-        const unsigned w[4] = { rd16(b + 48), rd16(b + 50), rd16(b + 52), rd16(b + 54) };
+        const unsigned w[4] = { tm__rd16(b + 48), tm__rd16(b + 50), tm__rd16(b + 52), tm__rd16(b + 54) };
         const float d = _cvtsh_ss(tm__iq1m_scale_bits(w));
         for (int g = 0; g < 8; g++, dst += 32) {
             const unsigned sw = w[g / 2], c = 6u * (unsigned)(g % 2);
-            const __m256i qh = _mm256_set1_epi32((int)rd16(b + 32 + 2 * g));
+            const __m256i qh = _mm256_set1_epi32((int)tm__rd16(b + 32 + 2 * g));
             const __m256 dl[2] = { _mm256_set1_ps(tm__iq_odd_scale(d, sw >> c & 7)),
                                    _mm256_set1_ps(tm__iq_odd_scale(d, sw >> (c + 3) & 7)) };
 #pragma GCC unroll 4

@@ -23,8 +23,6 @@ static float half(const uint8_t *p)
     return _cvtsh_ss(h);
 }
 
-static unsigned rd16(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
-
 /* ---- the stores of two sub-groups ------------------------------------------------------------ */
 
 /* Two 64-bit grid entries, or four 32-bit ones, as one 128-bit register. */
@@ -79,7 +77,7 @@ static void dequant_iq2_xs_avx512(const void *src, float *dst, size_t n)
             const __m512 db[2] = { grid_scale(d, b[66 + g] & 15u, 0.25f), grid_scale(d, b[66 + g] >> 4, 0.25f) };
 #pragma GCC unroll 2
             for (int l = 0; l < 4; l += 2) {
-                const unsigned v1 = rd16(qs + 2 * l), v2 = rd16(qs + 2 * l + 2);
+                const unsigned v1 = tm__rd16(qs + 2 * l), v2 = tm__rd16(qs + 2 * l + 2);
                 store_signed(dst + 8 * l, db[l / 2], grid_u64x2(&tm__iq2xs_grid[v1 & 511], &tm__iq2xs_grid[v2 & 511]),
                              tm__ksigns_iq2xs[v1 >> 9] | (unsigned)tm__ksigns_iq2xs[v2 >> 9] << 8);
             }
@@ -100,7 +98,7 @@ static void dequant_iq2_s_avx512(const void *src, float *dst, size_t n)
             for (int l = 0; l < 4; l += 2) {
                 const unsigned i1 = qs[l] | (qh >> 2 * l & 3u) << 8, i2 = qs[l + 1] | (qh >> (2 * l + 2) & 3u) << 8;
                 store_signed(dst + 8 * l, db[l / 2], grid_u64x2(&tm__iq2s_grid[i1], &tm__iq2s_grid[i2]),
-                             rd16(b + 34 + 4 * g + l));
+                             tm__rd16(b + 34 + 4 * g + l));
             }
         }
     }
@@ -140,7 +138,7 @@ static void dequant_iq3_s_avx512(const void *src, float *dst, size_t n)
                 const unsigned h = qh >> 2 * l; /* bit k of qh is bit 8 of index k of the group */
                 const unsigned idx[4] = { qs[2 * l] | (h & 1u) << 8, qs[2 * l + 1] | (h & 2u) << 7,
                                           qs[2 * l + 2] | (h & 4u) << 6, qs[2 * l + 3] | (h & 8u) << 5 };
-                store_signed(dst + 8 * l, db, grid_u32x4(tm__iq3s_grid, idx), rd16(b + 74 + 4 * g + l));
+                store_signed(dst + 8 * l, db, grid_u32x4(tm__iq3s_grid, idx), tm__rd16(b + 74 + 4 * g + l));
             }
         }
     }
@@ -165,7 +163,7 @@ static void dequant_iq1_s_avx512(const void *src, float *dst, size_t n)
     for (size_t i = 0; i < n; i++, b += 50) {
         const float d = half(b);
         for (int g = 0; g < 8; g++, dst += 32) {
-            const unsigned w = rd16(b + 34 + 2 * g), neg = w & 0x8000u ? 3u : 0u;
+            const unsigned w = tm__rd16(b + 34 + 2 * g), neg = w & 0x8000u ? 3u : 0u;
             const __m512 dl = _mm512_set1_ps(tm__iq_odd_scale(d, w >> 12 & 7));
             const uint8_t *qs = b + 2 + 4 * g;
             store_iq1(dst, dl, qs[0] | (w & 7u) << 8, qs[1] | (w >> 3 & 7u) << 8, neg);
@@ -178,7 +176,7 @@ static void dequant_iq1_m_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 56) {
-        const unsigned w[4] = { rd16(b + 48), rd16(b + 50), rd16(b + 52), rd16(b + 54) };
+        const unsigned w[4] = { tm__rd16(b + 48), tm__rd16(b + 50), tm__rd16(b + 52), tm__rd16(b + 54) };
         const float d = _cvtsh_ss(tm__iq1m_scale_bits(w));
         for (int g = 0; g < 8; g++, dst += 32) {
             const unsigned sw = w[g / 2], c = 6u * (unsigned)(g % 2);

@@ -112,12 +112,16 @@ int main(void)
 
     rng = (uint64_t)time(NULL);
     printf("random blocks, seed %llu\n", (unsigned long long)rng);
-    const tm_type types[] = { TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q4_0, TM_TYPE_Q4_1,
-                              TM_TYPE_Q5_0, TM_TYPE_Q5_1, TM_TYPE_Q8_0, TM_TYPE_Q2_K,
-                              TM_TYPE_Q3_K, TM_TYPE_Q4_K, TM_TYPE_Q5_K, TM_TYPE_Q6_K };
+    /* every ggml type with a decoder, from the public type list: a new kernel is covered as
+     * soon as its type decodes */
+    const tm_type types[] = {
+#define TYPE_ID(name, id, text, block_elems, block_bytes) TM_TYPE_##name,
+        TM_GGML_TYPE_LIST(TYPE_ID)
+#undef TYPE_ID
+    };
     const size_t counts[] = { 1, 2, 3, 7, 64, 4097 };
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
-        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0] && tm_type_can_dequant(types[t]); c++) {
             const size_t bytes = counts[c] * tm_type_block_bytes(types[t]);
             uint8_t *src = malloc(bytes + 1);
             for (size_t i = 0; i <= bytes; i++)
