@@ -23,3 +23,9 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ_DIR)/%.o)
 
 $(AVX2_SRCS:%.c=$(OBJ_DIR)/%.o):   ISA_FLAGS := $(AVX2_FLAGS)
 $(AVX512_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX512_FLAGS)
+
+# The scalar kernels are what every CPU without AVX2 (or NEON) runs: -O3 lets the compiler
+# vectorize their plain loops with the baseline SIMD (SSE2 on x86-64), still bit-exact
+# (-ffp-contract=off, no fast-math: each float operation is rounded as written).
+SCALAR_SRCS := src/dequant_scalar.c src/dequant_scalar_iq.c src/dequant_scalar_small.c
+$(SCALAR_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := -O3

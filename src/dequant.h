@@ -121,18 +121,20 @@ static inline uint16_t tm__rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1
 
 /* IEEE half -> float, exact for every pattern. A NaN keeps its payload (shifted into the top of
  * the float mantissa) and comes out quiet, as F16C's vcvtph2ps and ggml's scalar conversion
- * (whose multiply quiets a signalling NaN) both do. */
+ * (whose multiply quiets a signalling NaN) both do. All three cases are computed and one is
+ * selected, without branches, so the compiler can vectorize a loop of them. */
 static inline float tm__half_to_float(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f)
-        return tm__f32_from_bits(sign | 0x7f800000u | man << 13 | (man ? 0x400000u : 0));
-    if (exp != 0)
-        return tm__f32_from_bits(sign | (exp + 112) << 23 | man << 13);
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1fu;
+    const uint32_t man = h & 0x3ffu;
+    const uint32_t special = 0x7f800000u | man << 13 | (man ? 0x400000u : 0); /* inf, NaN */
+    const uint32_t normal = (exp + 112) << 23 | man << 13;
     /* zero or subnormal: man * 2^-24, exact in float32 (man < 2^10, result normal) */
-    return tm__f32_from_bits(sign | tm__f32_bits((float)man * 0x1p-24f));
+    const uint32_t small = tm__f32_bits((float)man * 0x1p-24f);
+    const uint32_t is_special = 0u - (uint32_t)(exp == 0x1f), is_small = 0u - (uint32_t)(exp == 0);
+    return tm__f32_from_bits(sign | (special & is_special) | (small & is_small) |
+                             (normal & ~(is_special | is_small)));
 }
 
 static inline float tm__rdh(const uint8_t *p) { return tm__half_to_float(tm__rd16(p)); }
@@ -149,6 +151,18 @@ static inline void tm__k4_scale_min(const uint8_t *s, int g, unsigned *sc, unsig
         *sc = (s[g + 4] & 15u) | (unsigned)(s[g - 4] >> 6) << 4;
         *m = (unsigned)(s[g + 4] >> 4) | (unsigned)(s[g] >> 6) << 4;
     }
+}
+
+/* The same eight scales and eight mins, all at once with ggml's word arithmetic: bytes 0..7 of
+ * w (little-endian) are the scales of groups 0..7, bytes 8..15 their mins. */
+static inline void tm__k4_scale_min_words(const uint8_t *s12, uint32_t w[4])
+{
+    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    const uint32_t a0 = tm__rd32(s12), a1 = tm__rd32(s12 + 4), a2 = tm__rd32(s12 + 8);
+    w[0] = a0 & m6;
+    w[1] = (a2 & m4) | ((a0 >> 6) & m2) << 4;
+    w[2] = a1 & m6;
+    w[3] = ((a2 >> 4) & m4) | ((a1 >> 6) & m2) << 4;
 }
 
 /* The sixteen 6-bit scales of q3_K (0..63, before ggml's "- 32"): low 4 bits in bytes 0..7,

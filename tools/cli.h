@@ -6,6 +6,9 @@
 
 #include <stdio.h>
 
+/* "s" after a count that is not 1: "%" PRIu64 " tensor%s", n, CLI_S(n) */
+#define CLI_S(n) ((n) == 1 ? "" : "s")
+
 /* Exit codes: 0 success, 1 a bad or inconsistent file (or a failed operation), 2 bad usage. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -41,11 +44,18 @@ void cli_report(const char *context, const tm_error *err);
 /* Print "tensormap: message" to stderr. */
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Print a tm_str safely: control bytes, backslash, quote and invalid UTF-8 escaped. */
+/* Print a tm_str safely: control bytes, DEL, C1 and bidirectional controls, backslash, quote
+ * and invalid UTF-8 escaped (one helper, in cli.c, for every string from a file). */
 void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes);
+/* Print a message or a path (which may quote a file's bytes: a library message, a shard name
+ * from an index) with the same escapes, but backslash, quote, newline and tab kept. */
+void cli_print_text(FILE *out, const char *text);
 /* A number or bool value in words: integers exactly, floats in the fewest digits that read back
  * as the same f32 or f64. Strings and arrays give "". */
 void cli_scalar_text(const tm_value *v, char *buf, size_t size);
+/* A float in the fewest significant digits that read back as the same value: as an f32 when
+ * is_f32 (1e-06 stays 1e-06), else as a double. "nan", "inf", "-inf" when not finite. */
+void cli_float_text(double v, bool is_f32, char *buf, size_t size);
 
 /* Arguments of a command that takes boolean flags and one FILE: `NAME [--flag ...] FILE`.
  * flags ends with {NULL, NULL}; names without the dashes. --help prints cmd->help. Returns -1
@@ -100,6 +110,6 @@ const cli_command *cli_find_command(const char *name);
 extern const cli_command cmd_info, cmd_meta, cmd_tensors;
 extern const cli_command cmd_stack, cmd_layer, cmd_check, cmd_bytes, cmd_stats, cmd_dump,
     cmd_tokens, cmd_header, cmd_write, cmd_sketch;
-extern const cli_command cmd_compare;
+extern const cli_command cmd_compare, cmd_export;
 
 #endif

@@ -45,72 +45,6 @@ static const char help[] =
 /* A permuted tensor is decoded a whole head at a time; refuse heads larger than this. */
 #define MAX_HEAD_FLOATS ((size_t)1 << 28)
 
-/* ---- names: Hugging Face <-> llama.cpp --------------------------------------------------- */
-
-/* perm: whether llama.cpp permutes the rows (by n_head for the query, n_head_kv for the key) */
-enum { PERM_NONE, PERM_Q, PERM_K };
-
-static const struct part {
-    const char *hf, *gguf;
-    int perm;
-} layer_parts[] = {
-    {"self_attn.q_proj", "attn_q", PERM_Q},  {"self_attn.k_proj", "attn_k", PERM_K},
-    {"self_attn.v_proj", "attn_v", 0},       {"self_attn.o_proj", "attn_output", 0},
-    {"mlp.gate_proj", "ffn_gate", 0},        {"mlp.up_proj", "ffn_up", 0},
-    {"mlp.down_proj", "ffn_down", 0},        {"input_layernorm", "attn_norm", 0},
-    {"post_attention_layernorm", "ffn_norm", 0},
-}, top_parts[] = {
-    {"model.embed_tokens", "token_embd", 0},
-    {"model.norm", "output_norm", 0},
-    {"lm_head", "output", 0},
-};
-
-/* The llama.cpp name of a Hugging Face tensor name, into out; false when there is none. *perm
- * says whether it is a query or key projection (weight or bias). */
-static bool hf_to_gguf(tm_str name, char *out, size_t cap, int *perm)
-{
-    char hf[256];
-    if (name.len >= sizeof hf)
-        return false;
-    memcpy(hf, name.ptr, (size_t)name.len);
-    hf[name.len] = 0;
-    *perm = PERM_NONE;
-    const char *suffix = strrchr(hf, '.');
-    if (!suffix || (strcmp(suffix, ".weight") != 0 && strcmp(suffix, ".bias") != 0))
-        return false;
-    size_t stem = (size_t)(suffix - hf);
-    for (size_t i = 0; i < sizeof top_parts / sizeof top_parts[0]; i++)
-        if (strlen(top_parts[i].hf) == stem && strncmp(hf, top_parts[i].hf, stem) == 0)
-            return snprintf(out, cap, "%s%s", top_parts[i].gguf, suffix) < (int)cap;
-    static const char layers[] = "model.layers.";
-    if (strncmp(hf, layers, sizeof layers - 1) != 0)
-        return false;
-    char *p = hf + sizeof layers - 1, *end;
-    if (*p < '0' || *p > '9')
-        return false;
-    unsigned long long block = strtoull(p, &end, 10);
-    if (*end != '.')
-        return false;
-    const char *part = end + 1;
-    size_t part_len = (size_t)(suffix - part);
-    for (size_t i = 0; i < sizeof layer_parts / sizeof layer_parts[0]; i++) {
-        if (strlen(layer_parts[i].hf) != part_len || strncmp(part, layer_parts[i].hf, part_len) != 0)
-            continue;
-        *perm = layer_parts[i].perm;
-        return snprintf(out, cap, "blk.%llu.%s%s", block, layer_parts[i].gguf, suffix) < (int)cap;
-    }
-    return false;
-}
-
-/* llama.cpp's convert_hf_to_gguf.py permute(w, n_head): w.reshape(n_head, 2, R/n_head/2, ...)
- * .swapaxes(1, 2).reshape(w.shape), over the first (PyTorch) dimension of R units. Within a
- * head of hd units, converted unit 2i + j is source unit j * hd/2 + i. */
-static uint64_t source_unit(uint64_t g, uint64_t hd)
-{
-    uint64_t head = g / hd, w = g % hd;
-    return head * hd + (w % 2) * (hd / 2) + w / 2;
-}
-
 /* ---- one pair --------------------------------------------------------------------------------- */
 
 typedef struct pair {
@@ -132,8 +66,10 @@ typedef struct stats {
     char why[TM_ERROR_MESSAGE_MAX + 64];
 } stats;
 
-/* One value; at is its position, kept when it is the first to differ. */
-static void tally(stats *s, float ref, float other, double tol, uint64_t at)
+/* One value; at is its position, kept when it is the first to differ. Values arrive as long
+ * double, which holds every float, double, int64 and uint64 exactly, so equality here is
+ * equality of the values the files hold. */
+static void tally(stats *s, long double ref, long double other, double tol, uint64_t at)
 {
     s->n++;
     if (isnan(ref) || isnan(other)) {
@@ -147,14 +83,14 @@ static void tally(stats *s, float ref, float other, double tol, uint64_t at)
     }
     if (ref == other)
         return;
-    double d = fabs((double)ref - (double)other);
+    double d = (double)fabsl(ref - other);
     s->not_equal++;
     if (!(d <= tol) && !s->differing++)
         s->first = at;
     if (d > s->max_abs)
         s->max_abs = d;
-    if (ref != 0 && d / fabs((double)ref) > s->max_rel)
-        s->max_rel = d / fabs((double)ref);
+    if (ref != 0 && d / (double)fabsl(ref) > s->max_rel)
+        s->max_rel = d / (double)fabsl(ref);
     s->sum_sq += d * d;
 }
 
@@ -169,6 +105,15 @@ static void tally_chunk(stats *s, const float *ref, const float *other, uint64_t
         return;
     }
     s->n += len;
+}
+
+/* The same for values wider than float32 (compare_wide): every value goes through tally,
+ * since two long doubles equal as values may differ in their unused bytes. */
+static void tally_wide(stats *s, const long double *ref, const long double *other, uint64_t len,
+                       uint64_t base, double tol)
+{
+    for (uint64_t k = 0; k < len; k++)
+        tally(s, ref[k], other[k], tol, base + k);
 }
 
 static uint64_t gcd(uint64_t x, uint64_t y)
@@ -186,7 +131,7 @@ static const char *type_str(tm_type t) { return tm_type_name(t) ? tm_type_name(t
 
 /* Types whose values float32 cannot all hold (f64; 32- and 64-bit integers) would hide a
  * difference in the low bits after decoding: between two tensors of such a type, bytes are
- * compared instead. */
+ * compared instead; against another type, values are compared exactly (compare_wide). */
 static bool wider_than_f32(tm_type t)
 {
     return t == TM_TYPE_F64 || t == TM_TYPE_I32 || t == TM_TYPE_I64 || t == TM_TYPE_U32 ||
@@ -215,7 +160,7 @@ static enum status compare_bytes(const pair *p, stats *s)
 }
 
 /* Decode and compare in chunks. For a permuted pair, chunks are whole heads, and converted
- * unit g is compared with source unit source_unit(g). */
+ * unit g is compared with source unit cli_permuted_source_unit(g). */
 /* A's smallest and largest value (NaN skipped), for errors as a share of the range: a second
  * pass, taken only when something differs. */
 static bool ref_range(const tm_tensor *a, float *buf, uint64_t step, stats *s)
@@ -241,23 +186,57 @@ static bool ref_range(const tm_tensor *a, float *buf, uint64_t step, stats *s)
 /* Decode buffers, reused from pair to pair: A's values, B's, and the permuted side's values
  * put back in source order. */
 typedef struct bufs {
-    float *a, *b, *p;
-    size_t cap;
+    void *a, *b, *p;
+    size_t cap; /* bytes */
 } bufs;
 
-static bool bufs_reserve(bufs *bf, uint64_t n)
+/* n values of elem_size bytes in each buffer. */
+static bool bufs_reserve(bufs *bf, uint64_t n, size_t elem_size)
 {
-    if (n <= bf->cap)
+    if (n > SIZE_MAX / elem_size)
+        return false;
+    if (n * elem_size <= bf->cap)
         return true;
-    float **all[3] = {&bf->a, &bf->b, &bf->p};
+    void **all[3] = {&bf->a, &bf->b, &bf->p};
     for (int i = 0; i < 3; i++) {
-        float *grown = realloc(*all[i], (size_t)n * sizeof(float));
+        void *grown = realloc(*all[i], (size_t)n * elem_size);
         if (!grown)
             return false;
         *all[i] = grown;
     }
-    bf->cap = (size_t)n;
+    bf->cap = (size_t)n * elem_size;
     return true;
+}
+
+/* Elements [e0, e0 + len) of t, each exactly, as long double: a type float32 cannot hold is
+ * read from its bytes (little-endian, as both formats store it), any other decoded to float
+ * (exact for those) and widened. */
+static bool wide_values(const tm_tensor *t, uint64_t e0, uint64_t len, long double *out,
+                        float *scratch, tm_error *err)
+{
+    const uint8_t *p = (const uint8_t *)t->data + e0 * tm_type_block_bytes(t->type);
+    switch (t->type) {
+#define READ_AS(TYPE, CTYPE)                                                                     \
+    case TYPE:                                                                                   \
+        for (uint64_t k = 0; k < len; k++) {                                                     \
+            CTYPE v;                                                                             \
+            memcpy(&v, p + k * sizeof v, sizeof v);                                              \
+            out[k] = (long double)v;                                                             \
+        }                                                                                        \
+        return true;
+        READ_AS(TM_TYPE_F64, double)
+        READ_AS(TM_TYPE_I32, int32_t)
+        READ_AS(TM_TYPE_I64, int64_t)
+        READ_AS(TM_TYPE_U32, uint32_t)
+        READ_AS(TM_TYPE_U64, uint64_t)
+#undef READ_AS
+    default:
+        if (tm_dequant_elements(t, e0, len, scratch, err) != TM_OK)
+            return false;
+        for (uint64_t k = 0; k < len; k++)
+            out[k] = scratch[k];
+        return true;
+    }
 }
 
 static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
@@ -299,36 +278,44 @@ static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
     } else {
         step = CHUNK_FLOATS / lcm * lcm;
     }
-    if (!bufs_reserve(bf, step)) {
-        snprintf(s->why, sizeof s->why, "out of memory for %" PRIu64 " floats", step);
+    /* One side of a type float32 cannot hold (I64 against F32, F64 against F32): compared in
+     * long double, so that 16777217 against 16777216.0f, or 1e300 against inf, differs. */
+    const bool wide = wider_than_f32(a->type) || wider_than_f32(b->type);
+    const size_t es = wide ? sizeof(long double) : sizeof(float);
+    if (!bufs_reserve(bf, step, es)) {
+        snprintf(s->why, sizeof s->why, "out of memory for %" PRIu64 " values", step);
         return ST_ERROR;
     }
-    float *va = bf->a, *vb = bf->b;
     for (uint64_t e0 = 0; e0 < n; e0 += step) {
         uint64_t len = n - e0 < step ? n - e0 : step;
+        void *va = bf->a, *vb = bf->b;
         tm_error err = {0};
-        const tm_tensor *bad = tm_dequant_elements(a, e0, len, va, &err) != TM_OK ? a
-                             : tm_dequant_elements(b, e0, len, vb, &err) != TM_OK ? b : NULL;
-        if (bad) {
+        bool ok = wide ? wide_values(a, e0, len, va, bf->p, &err) &&
+                             wide_values(b, e0, len, vb, bf->p, &err)
+                       : tm_dequant_elements(a, e0, len, va, &err) == TM_OK &&
+                             tm_dequant_elements(b, e0, len, vb, &err) == TM_OK;
+        if (!ok) {
             snprintf(s->why, sizeof s->why, "decoding failed: %s", err.message);
             return ST_ERROR;
         }
         if (p->n_head) { /* the source's units in the converted order, then compare as is */
-            const float *src = p->gguf_is_a ? vb : va;
+            const uint8_t *src = p->gguf_is_a ? vb : va;
             for (uint64_t g = 0; g < len / unit; g++)
-                memcpy(bf->p + g * unit, src + source_unit(g, hd) * unit, (size_t)unit * sizeof(float));
+                memcpy((uint8_t *)bf->p + g * unit * es,
+                       src + cli_permuted_source_unit(g, hd) * unit * es, (size_t)unit * es);
             if (p->gguf_is_a)
                 vb = bf->p;
             else
                 va = bf->p;
         }
-        tally_chunk(s, va, vb, len, e0, tol);
-        va = bf->a;
-        vb = bf->b;
+        if (wide)
+            tally_wide(s, va, vb, len, e0, tol);
+        else
+            tally_chunk(s, va, vb, len, e0, tol);
     }
     if (s->max_abs > 0 && !ref_range(a, bf->a, step, s))
         return ST_ERROR;
-    uint64_t src = p->n_head ? source_unit(s->first / unit, hd) * unit + s->first % unit : s->first;
+    uint64_t src = p->n_head ? cli_permuted_source_unit(s->first / unit, hd) * unit + s->first % unit : s->first;
     s->first_a = p->n_head && !p->gguf_is_a ? src : s->first;
     s->first_b = p->n_head && p->gguf_is_a ? src : s->first;
     return s->differing ? ST_DIFFERS : s->not_equal ? ST_WITHIN : ST_EXACT;
@@ -362,7 +349,7 @@ static void pair_cross(plan *pl, const tm_file *fa, const tm_file *fb)
         const tm_tensor *s = tm_tensor_at(st, i), *g;
         char name[300];
         int perm;
-        if (!hf_to_gguf(s->name, name, sizeof name, &perm))
+        if (!cli_hf_to_gguf(s->name, name, sizeof name, &perm))
             continue;
         const char *note = NULL;
         g = tm_tensor_find(gg, name);
@@ -372,7 +359,7 @@ static void pair_cross(plan *pl, const tm_file *fa, const tm_file *fb)
         }
         if (!g)
             continue;
-        uint64_t heads = !pl->permute ? 0 : perm == PERM_Q ? pl->n_head : perm == PERM_K ? pl->n_head_kv : 0;
+        uint64_t heads = !pl->permute ? 0 : perm == CLI_PERM_Q ? pl->n_head : perm == CLI_PERM_K ? pl->n_head_kv : 0;
         if (pl->a_is_st)
             add_pair(pl, fa, fb, s, g, heads, note);
         else
@@ -440,8 +427,10 @@ static void print_pair(const pair *p, enum status st, const stats *s)
     }
     printf("  [%s / %s, %s%s%s]", type_str(p->a->type), type_str(p->b->type), shape,
            p->n_head ? ", rows un-permuted" : "", p->note ? ", tied embedding" : "");
-    if (st == ST_SHAPE || st == ST_ERROR)
-        printf(": %s", s->why);
+    if (st == ST_SHAPE || st == ST_ERROR) {
+        fputs(": ", stdout);
+        cli_print_text(stdout, s->why); /* a library message */
+    }
     else if (st != ST_EXACT && s->as_bytes)
         printf(": %" PRIu64 " of %" PRIu64 " %s differ (compared as bytes)", s->not_equal, s->n,
                tm_type_block_elems(p->a->type) > 1 ? "blocks" : "values");
@@ -588,18 +577,6 @@ static void print_summary(const plan *pl, const totals *t, double tol)
 }
 
 /* The llama head counts from the GGUF side; false (with a message) when they are missing. */
-static bool head_counts(const tm_file *gg, uint64_t *n_head, uint64_t *n_head_kv)
-{
-    if (tm_kv_get_uint(tm_arch_key(gg, "attention.head_count"), n_head) != TM_OK || !*n_head) {
-        cli_errorf("the GGUF is llama but llama.attention.head_count is missing or not a count: "
-                   "cannot undo the q/k permutation");
-        return false;
-    }
-    if (tm_kv_get_uint(tm_arch_key(gg, "attention.head_count_kv"), n_head_kv) != TM_OK || !*n_head_kv)
-        *n_head_kv = *n_head; /* llama.cpp's default when the key is absent */
-    return true;
-}
-
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -646,7 +623,7 @@ static int run(int argc, char **argv)
         const tm_file *gg = pl.a_is_st ? fb : fa;
         tm_str arch = tm_architecture(gg);
         pl.permute = arch.len == 5 && memcmp(arch.ptr, "llama", 5) == 0;
-        if (pl.permute && !head_counts(gg, &pl.n_head, &pl.n_head_kv))
+        if (pl.permute && !cli_llama_head_counts(gg, &pl.n_head, &pl.n_head_kv))
             goto out;
     }
     uint64_t na = tm_n_tensors(fa), nb = tm_n_tensors(fb);
@@ -667,8 +644,9 @@ static int run(int argc, char **argv)
         jpairs = json_array();
         json_object_set_new(root, "pairs", jpairs);
     } else {
-        printf("A: %s (%s, %" PRIu64 " tensors)\nB: %s (%s, %" PRIu64 " tensors)\n", argv[optind],
-               format_name(fa), na, argv[optind + 1], format_name(fb), nb);
+        printf("A: %s (%s, %" PRIu64 " tensor%s)\nB: %s (%s, %" PRIu64 " tensor%s)\n",
+               argv[optind], format_name(fa), na, CLI_S(na), argv[optind + 1], format_name(fb), nb,
+               CLI_S(nb));
         if (pl.cross) {
             printf("names: Hugging Face to llama.cpp");
             if (pl.permute)

@@ -129,13 +129,11 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
         json_t *fields = json_array(), *wrote = json_array(), *read = json_array();
         for (size_t i = 0; i < s->n; i++)
             json_array_append_new(
-                fields, json_pack("{s:o, s:o, s:s}", "at", cli_json_u64(s->fields[i].at), "bytes",
+                fields, json_pack("{s:o, s:o, s:s}", "offset", cli_json_u64(s->fields[i].at), "bytes",
                                   cli_json_u64(s->fields[i].size), "field", s->fields[i].what));
         for (int i = 0; i < N_VALUES; i++) {
-            json_array_append_new(wrote, json_real(values[i]));
-            uint32_t bits;
-            memcpy(&bits, &got[i], 4);
-            json_array_append_new(read, cli_json_float(got[i], true, bits));
+            json_array_append_new(wrote, cli_json_f32(values[i]));
+            json_array_append_new(read, cli_json_f32(got[i]));
         }
         cli_json_emit(json_pack("{s:s, s:I, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i}", "file",
                                 path, "align", (json_int_t)align, "noalign", noalign, "fields", fields,
@@ -156,13 +154,16 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
                l->version, "tensors", l->n_tensors, "metadata entries", l->n_kv);
         printf("  %-24s %" PRIu32 ", %s\n", "alignment", l->alignment,
                l->alignment_declared ? "read out of the metadata" : "the format's default");
-        printf("  %-24s %.*s, %" PRIu64 " block, %" PRIu64 " tokens named\n", "architecture",
-               (int)arch.len, arch.ptr, blocks, toks ? toks->count : 0);
+        printf("  %-24s ", "architecture");
+        cli_print_str(stdout, arch, 200); /* read back from the file, as any file's */
+        printf(", %" PRIu64 " block, %" PRIu64 " tokens named\n", blocks, toks ? toks->count : 0);
         printf("  %-24s %" PRIu64 "\n  %-24s %" PRIu64 "\n  %-24s %" PRIu64 "\n",
                "last info record ends at", l->infos_end, "padding", l->padding,
                "tensor data starts at", l->data_start);
-        printf("  %.*s: %" PRIu64 " weights, %" PRIu64 " bytes, at offset %" PRIu64 "\n",
-               (int)t->name.len, t->name.ptr, t->n_elements, t->n_bytes, t->offset);
+        fputs("  ", stdout);
+        cli_print_str(stdout, t->name, 200);
+        printf(": %" PRIu64 " weights, %" PRIu64 " bytes, at offset %" PRIu64 "\n",
+               t->n_elements, t->n_bytes, t->offset);
         printf("  %" PRIu64 " + %" PRIu64 " + %" PRIu64 " = %" PRIu64 ", and the file is %" PRIu64
                "\n\n",
                l->infos_end, l->padding, t->n_bytes, l->infos_end + l->padding + t->n_bytes,
