@@ -135,7 +135,7 @@ static void dequant_iq3_s_neon(const void *src, float *dst, size_t n)
         for (int g = 0; g < 8; g++, dst += 32) {
             const uint8_t *qs = b + 2 + 8 * g;
             const unsigned qh = b[66 + g];
-            const float32x4_t db = vdupq_n_f32(tm__iq_odd_scale(d, b[106 + g / 2] >> 4 * (g % 2) & 15u));
+            const float32x4_t db = vdupq_n_f32(tm__iq_odd_scale(d, (unsigned)b[106 + g / 2] >> 4 * (g % 2) & 15u));
             for (int l = 0; l < 4; l++) {
                 const unsigned i1 = qs[2 * l] | (qh >> 2 * l & 1u) << 8;
                 const unsigned i2 = qs[2 * l + 1] | (qh >> (2 * l + 1) & 1u) << 8;
@@ -184,7 +184,7 @@ static void dequant_iq1_m_neon(const void *src, float *dst, size_t n)
             const float32x4_t dl[2] = { vdupq_n_f32(tm__iq_odd_scale(d, sw >> c & 7)),
                                         vdupq_n_f32(tm__iq_odd_scale(d, sw >> (c + 3) & 7)) };
             for (int l = 0; l < 4; l++) {
-                const unsigned q = b[32 + 2 * g + l / 2] >> 4 * (l % 2);
+                const unsigned q = (unsigned)b[32 + 2 * g + l / 2] >> 4 * (l % 2);
                 store_iq1(dst + 8 * l, dl[l / 2], b[4 * g + l] | (q & 7u) << 8, q & 8u);
             }
         }

@@ -141,7 +141,7 @@ static void dequant_iq3_s_avx512(const void *src, float *dst, size_t n)
         for (int g = 0; g < 8; g++, dst += 32) {
             const uint8_t *qs = b + 2 + 8 * g;
             const unsigned qh = b[66 + g];
-            const __m512 db = _mm512_set1_ps(tm__iq_odd_scale(d, b[106 + g / 2] >> 4 * (g % 2) & 15u));
+            const __m512 db = _mm512_set1_ps(tm__iq_odd_scale(d, (unsigned)b[106 + g / 2] >> 4 * (g % 2) & 15u));
 #pragma GCC unroll 2
             for (int l = 0; l < 4; l += 2) {
                 const unsigned h = qh >> 2 * l; /* bit k of qh is bit 8 of index k of the group */
