@@ -5,8 +5,7 @@
  * scalar code as the scalar kernel does; each 8-element sub-group's grid bytes loaded with one
  * 8-byte load, widened, converted, and put through the scalar kernel's float32 operations lane by
  * lane, in its order, four lanes at a time:
- *   iq2, iq3: db * (float)mag[j], negated where the sign bit is set (the float negation the
- *             scalar kernel's "* -1.0f" compiles to: an XOR of the sign bit)
+ *   iq2, iq3: (db * (float)mag[j]) * (sign bit j ? -1.0f : 1.0f), the +-1.0f a table row
  *   iq1:      dl * ((float)gv[j] + delta)
  *
  * The loops over the eight groups of a block and the four sub-groups of a group are unrolled
@@ -33,17 +32,17 @@ static float half(const uint8_t *p)
     return half_bits(h);
 }
 
-static const uint32_t sign_xor[256][8] = { TM__SIGN_XOR_ROWS };
+static const uint32_t sign_pm[256][8] = { TM__SIGN_PM_ROWS };
 
-/* dst[j] = db * mag[j] for the eight unsigned bytes m, negated where bit j of the sign byte s is
- * set. */
+/* dst[j] = (db * mag[j]) * (bit j of the sign byte s ? -1.0f : 1.0f) for the eight unsigned
+ * bytes m. */
 static void store_signed(float *dst, float32x4_t db, uint8x8_t m, unsigned s)
 {
     const uint16x8_t m16 = vmovl_u8(m);
     const float32x4_t lo = vmulq_f32(db, vcvtq_f32_u32(vmovl_u16(vget_low_u16(m16))));
     const float32x4_t hi = vmulq_f32(db, vcvtq_f32_u32(vmovl_u16(vget_high_u16(m16))));
-    vst1q_f32(dst, vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(lo), vld1q_u32(sign_xor[s]))));
-    vst1q_f32(dst + 4, vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(hi), vld1q_u32(sign_xor[s] + 4))));
+    vst1q_f32(dst, vmulq_f32(lo, vreinterpretq_f32_u32(vld1q_u32(sign_pm[s]))));
+    vst1q_f32(dst + 4, vmulq_f32(hi, vreinterpretq_f32_u32(vld1q_u32(sign_pm[s] + 4))));
 }
 
 /* The eight bytes of a 64-bit grid entry, and of two 32-bit ones. */

@@ -5,8 +5,8 @@
  * in every one of these types share one scale (iq2_xs, iq2_s and iq1_m change scale between
  * sub-groups 1 and 2 only). The two grid entries are loaded into one 128-bit register, widened
  * and converted; the scalar kernel's float32 operations follow lane by lane, in its order. The
- * two sign bytes are a 16-bit mask: the marked lanes are negated (a float negation, what the
- * scalar kernel's "* -1.0f" compiles to).
+ * two sign bytes are a 16-bit mask: the marked lanes are multiplied by -1.0f, as in the scalar
+ * kernel.
  *
  * The loops over the eight groups of a block and the four sub-groups of a group are unrolled
  * (#pragma GCC unroll), so every group's shifts and offsets are constants: measured 10-15% faster
@@ -41,12 +41,13 @@ static __m128i grid_u32x4(const uint32_t *grid, const unsigned idx[4])
                           (long long)((uint64_t)grid[idx[1]] << 32 | grid[idx[0]]));
 }
 
-/* dst[j] = db * mag[j] (mag: the 16 unsigned bytes of x), negated where bit j of the 16-bit
- * sign mask is set. */
+/* dst[j] = (db * mag[j]) * (bit j of the 16-bit sign mask ? -1.0f : 1.0f), mag the 16 unsigned
+ * bytes of x. The lanes the mask leaves out keep the product as it is, which is the product
+ * times 1.0f: a product is never a signalling NaN. */
 static void store_signed(float *dst, __m512 db, __m128i x, unsigned signs)
 {
     const __m512 p = _mm512_mul_ps(db, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(x)));
-    _mm512_storeu_ps(dst, _mm512_mask_xor_ps(p, (__mmask16)signs, p, _mm512_set1_ps(-0.0f)));
+    _mm512_storeu_ps(dst, _mm512_mask_mul_ps(p, (__mmask16)signs, p, _mm512_set1_ps(-1.0f)));
 }
 
 /* the scale of an iq2_xxs, iq2_xs, iq2_s or iq3_xxs group, in every lane */
