@@ -175,8 +175,12 @@ enum tm_open_flags {
     TM_OPEN_NO_MMAP = 1u << 0,
     /* a safetensors shard: open every shard of its checkpoint (from the sibling
      * model.safetensors.index.json) and present one index; a file with no index beside it
-     * opens alone, a file the index does not name is TM_NOT_FOUND */
+     * opens alone, a file the index does not name is TM_NOT_FOUND. A shard of a split GGUF set
+     * (split.count > 1): open every shard of the set (the first shard does so without the
+     * flag). */
     TM_OPEN_ALL_SHARDS = 1u << 1,
+    /* a shard of a split GGUF set opens alone, even the first (which otherwise opens the set) */
+    TM_OPEN_ONE_SHARD = 1u << 2,
 };
 
 /* Limits that are not the format's own. */
@@ -189,7 +193,18 @@ enum tm_open_flags {
 /* Open a GGUF file, a safetensors file or a model.safetensors.index.json, recognised by their
  * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). On success *out is a new
  * tm_file that the caller releases with tm_close. On failure *out is NULL, err is filled, and
- * nothing is leaked. */
+ * nothing is leaked.
+ *
+ * A split GGUF set (llama.cpp's gguf-split: PREFIX-00001-of-0000N.gguf ..., each shard carrying
+ * split.no, split.count and split.tensors.count, or the older general.split* names) opens as
+ * one model from its first shard, or from any shard with TM_OPEN_ALL_SHARDS: the metadata is
+ * the first shard's, the tensors are every shard's in shard order (tm_tensor.shard,
+ * tm_shard_path, tm_shard_layout), and tm_file_bytes is the first shard's. Refused, naming the
+ * file and the field: a missing shard (TM_NOT_FOUND, naming the file expected), a shard path
+ * that is not a regular file (TM_IO), split.no or split.count disagreeing with the file's name
+ * or the first shard, shard tensor counts not adding up to split.tensors.count (TM_BAD_VALUE),
+ * a tensor name in two shards (TM_DUPLICATE). A buffer or standard input opens alone.
+ * TM_INVALID_ARG for TM_OPEN_ALL_SHARDS with TM_OPEN_ONE_SHARD. */
 TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err);
 
 /* Walk a GGUF or safetensors image already in memory. The buffer is not copied: it must stay

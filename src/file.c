@@ -78,6 +78,9 @@ tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err
         *out = NULL;
     if (!path || !out)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_open: path and out must be set");
+    if ((flags & TM_OPEN_ALL_SHARDS) && (flags & TM_OPEN_ONE_SHARD))
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
+                        "tm_open: TM_OPEN_ALL_SHARDS and TM_OPEN_ONE_SHARD contradict each other");
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;

@@ -21,7 +21,7 @@ typedef struct cli_command {
 
 /* Options that apply to every command (set by main before dispatch). */
 extern unsigned cli_open_flags;   /* TM_OPEN_NO_MMAP with --no-mmap, TM_OPEN_ALL_SHARDS with
-                                   * --all-shards */
+                                   * --all-shards, TM_OPEN_ONE_SHARD with --one-shard */
 
 /* Open FILE as the user named it: a path, "-" for standard input, or ollama:NAME[:TAG].
  * On failure prints "tensormap: FILE: message" to stderr and returns NULL. */

@@ -34,13 +34,15 @@ const cli_command *cli_find_command(const char *name)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tensormap [--no-mmap] [--all-shards] COMMAND [options] FILE ...\n\n"
+    fprintf(out, "usage: tensormap [--no-mmap] [--all-shards | --one-shard] COMMAND [options] FILE ...\n\n"
                  "commands:\n");
     for (const cli_command *const *c = cli_commands; *c; c++)
         fprintf(out, "  %-10s %s\n", (*c)->name, (*c)->summary);
     fprintf(out, "\nFILE is a path, - for standard input, or ollama:NAME[:TAG]. A safetensors\n"
                  "checkpoint in shards opens through its model.safetensors.index.json, or through\n"
-                 "any one shard with --all-shards.\n"
+                 "any one shard with --all-shards. A split GGUF set (NAME-00001-of-00003.gguf ...)\n"
+                 "opens as one model through its first shard, or any shard with --all-shards;\n"
+                 "--one-shard opens a shard alone.\n"
                  "`tensormap help COMMAND` or `tensormap COMMAND --help` for a command's options.\n");
 }
 
@@ -52,6 +54,8 @@ int main(int argc, char **argv)
             cli_open_flags |= TM_OPEN_NO_MMAP;
         } else if (strcmp(argv[i], "--all-shards") == 0) { /* a shard opens its checkpoint */
             cli_open_flags |= TM_OPEN_ALL_SHARDS;
+        } else if (strcmp(argv[i], "--one-shard") == 0) { /* a shard of a split set, alone */
+            cli_open_flags |= TM_OPEN_ONE_SHARD;
         } else if (strcmp(argv[i], "--man") == 0) { /* hidden: the Makefile's tensormap.1 */
             cli_man(stdout);
             return CLI_OK;
@@ -66,6 +70,10 @@ int main(int argc, char **argv)
             usage(stderr);
             return CLI_USAGE;
         }
+    }
+    if ((cli_open_flags & TM_OPEN_ALL_SHARDS) && (cli_open_flags & TM_OPEN_ONE_SHARD)) {
+        cli_errorf("--all-shards and --one-shard contradict each other");
+        return CLI_USAGE;
     }
     if (i >= argc) {
         usage(stderr);
