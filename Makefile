@@ -129,11 +129,15 @@ $(B)/%: $(B)/obj/tools/%.o $(STATIC)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) $(SANLD) -o $@ $< $(STATIC) $(LDFLAGS) $(LIBS)
 
+# what bench/dequant prints as the library's flags
+BENCH_LIB_FLAGS = $(OPT) -ffp-contract=off $(CFLAGS); avx2 file +$(AVX2_FLAGS); \
+                  avx512 file +$(AVX512_FLAGS)
 # bench/open writes its model with tools/qwen2_model.h
 $(B)/bench/%: bench/%.c $(STATIC) $(wildcard tools/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(V),,@echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(STATIC) $(LDFLAGS) $(LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -DTM_BENCH_LIB_FLAGS='"$(BENCH_LIB_FLAGS)"' -o $@ $< $(STATIC) \
+	    $(LDFLAGS) $(LIBS)
 
 $(B)/test_tensormap: $(TEST_OBJS) $(STATIC)
 	$(if $(V),,@echo "  LD      $@")

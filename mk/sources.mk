@@ -12,6 +12,7 @@ endif
 LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ_DIR)/%.o)
 
 # Each ISA file gets its own -m flags; nothing else does.
-$(OBJ_DIR)/src/x86/dequant_avx2.o:   ISA_FLAGS := -mavx2 -mfma -mf16c -mbmi2
-$(OBJ_DIR)/src/x86/dequant_avx512.o: ISA_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi \
-                                                  -mavx512dq -mavx2 -mf16c -mbmi2
+AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
+AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
+$(OBJ_DIR)/src/x86/dequant_avx2.o:   ISA_FLAGS := $(AVX2_FLAGS)
+$(OBJ_DIR)/src/x86/dequant_avx512.o: ISA_FLAGS := $(AVX512_FLAGS)

@@ -17,6 +17,9 @@ typedef struct tool_result {
 
 /* Run TM_TOOL with the arguments (a NULL-terminated list), stdin from /dev/null. */
 tool_result tool_run(const char *arg, ...) __attribute__((sentinel));
+/* The same with a NULL-terminated array of arguments, run in the directory cwd (when not
+ * NULL): a command that writes where it stands writes there. */
+tool_result tool_run_in(const char *cwd, const char *const *args);
 void tool_result_free(tool_result *r);
 /* Run with the arguments, expect exit status `status`, and parse stdout as JSON. */
 json_t *tool_json(int status, const char *arg, ...) __attribute__((sentinel));

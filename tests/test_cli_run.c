@@ -37,7 +37,7 @@ char *read_all(const char *path, size_t *len)
     return buf;
 }
 
-static tool_result run_argv(const char **argv)
+static tool_result run_argv_in(const char *cwd, const char **argv)
 {
     const char *tool = getenv("TM_TOOL");
     cr_assert_not_null(tool, "TM_TOOL is not set (run the tests through make)");
@@ -51,7 +51,8 @@ static tool_result run_argv(const char **argv)
         int in = open("/dev/null", O_RDONLY);
         int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+        if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
+            dup2(err, 2) < 0 || (cwd && chdir(cwd) != 0))
             _exit(127);
         char *args[64] = {"tensormap"};
         for (int i = 1; i < 63 && argv[i]; i++)
@@ -65,6 +66,19 @@ static tool_result run_argv(const char **argv)
     r.out = read_all(out_path, &r.out_len);
     r.err = read_all(err_path, NULL);
     return r;
+}
+
+static tool_result run_argv(const char **argv)
+{
+    return run_argv_in(NULL, argv);
+}
+
+tool_result tool_run_in(const char *cwd, const char *const *args)
+{
+    const char *argv[64] = {NULL};
+    for (int i = 0; i < 62 && args[i]; i++)
+        argv[i + 1] = args[i];
+    return run_argv_in(cwd, argv);
 }
 
 static tool_result run_va(const char *first, va_list ap)

@@ -19,6 +19,16 @@ typedef struct cli_command {
     int (*run)(int argc, char **argv); /* argv[0] is the command's name */
 } cli_command;
 
+/* The options that apply to every command (tools/tensormap.c), listed by --help and the man
+ * page. anywhere: may also follow the command (main takes it out of argv before dispatch). */
+typedef struct cli_global_option {
+    const char *name, *short_name;
+    bool anywhere;
+    unsigned open_flag; /* what it adds to cli_open_flags */
+    const char *help;
+} cli_global_option;
+extern const cli_global_option cli_global_options[];
+
 /* Options that apply to every command (set by main before dispatch). */
 extern unsigned cli_open_flags;   /* TM_OPEN_NO_MMAP with --no-mmap, TM_OPEN_ALL_SHARDS with
                                    * --all-shards, TM_OPEN_ONE_SHARD with --one-shard */

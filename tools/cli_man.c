@@ -26,17 +26,29 @@ void cli_man(FILE *out)
 {
     fprintf(out, ".TH TENSORMAP 1 \"\" \"tensormap %s\" \"User Commands\"\n", TM_VERSION_STRING);
     fputs(".SH NAME\ntensormap \\- read GGUF and safetensors model files in place\n"
-          ".SH SYNOPSIS\n.B tensormap\n[\\-\\-no\\-mmap] COMMAND [options] FILE ...\n.br\n"
+          ".SH SYNOPSIS\n.B tensormap\n[options] COMMAND [command options] FILE ...\n.br\n"
           ".B tensormap\n\\-\\-version | \\-\\-help | help COMMAND\n"
           ".SH DESCRIPTION\ntensormap maps a model file once and reads its header in place: it "
           "explains the file (metadata, tensors, the layout added up byte for byte) and pulls "
           "decoded weights out of it. FILE is a path, \\- for standard input, or "
           "ollama:NAME[:TAG], resolved through the Ollama store ($OLLAMA_MODELS or "
           "~/.ollama/models).\n"
-          ".SH OPTIONS\n.TP\n.B \\-\\-no\\-mmap\nread the file into memory instead of mapping "
-          "it\n.TP\n.B \\-\\-version\nprint the version and the instruction set in use\n"
-          ".SH COMMANDS\n",
+          ".SH OPTIONS\n",
           out);
+    static const char anywhere[] = "--no-mmap and --all-shards may also follow the command.\n";
+    roff_text(out, anywhere, strlen(anywhere));
+    for (const cli_global_option *o = cli_global_options; o->name; o++) {
+        fputs(".TP\n.B ", out);
+        if (o->short_name) {
+            roff_text(out, o->short_name, strlen(o->short_name));
+            fputs(", ", out);
+        }
+        roff_text(out, o->name, strlen(o->name));
+        fputc('\n', out);
+        roff_text(out, o->help, strlen(o->help));
+        fputc('\n', out);
+    }
+    fputs(".SH COMMANDS\n", out);
     for (const cli_command *const *c = cli_commands; *c; c++) {
         fprintf(out, ".SS %s%s%s\n", (*c)->name, (*c)->alias ? ", " : "",
                 (*c)->alias ? (*c)->alias : "");

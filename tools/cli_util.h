@@ -5,6 +5,7 @@
 
 #include "cli.h"
 
+#include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -37,6 +38,20 @@ int cli_json_emit(json_t *root);
 bool cli_utf8_valid(const char *s, uint64_t len);
 /* The usage line of a command (the first line of its help) on stderr; returns CLI_USAGE. */
 int cli_usage(const cli_command *cmd);
+/* getopt_long (GNU: options and arguments in any order) with the tool's own messages: an
+ * unknown option says so with the nearest name ("did you mean --json?"), a missing or
+ * unwanted value says which option; the caller then returns cli_usage(cmd). shortopts as
+ * getopt's, without a leading ':'. */
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *opts,
+               const cli_command *cmd);
+/* The name among names[0..n) nearest to word when it is a near miss (a typo), else NULL. */
+const char *cli_nearest(const char *word, const char *const *names, size_t n);
+/* -1 when have is within [min, max]; else a message saying which way it is off, the usage
+ * line, and CLI_USAGE. */
+int cli_count_args(const cli_command *cmd, int have, int min, int max);
+/* The tensor NAME of f, or NULL after "FILE: no tensor 'NAME' (did you mean ...?)": the
+ * caller returns CLI_USAGE (a name the file does not have is a usage error). */
+const tm_tensor *cli_find_tensor(const tm_file *f, const char *file, const char *name);
 /* Boolean flags (as cli_simple_args) and from min to max positional arguments, which then start
  * at argv[*first]. Returns -1 when the command should go on, else the exit code (CLI_OK after
  * --help, CLI_USAGE with the usage line for an unknown option or a wrong count). */

@@ -611,7 +611,7 @@ static int run(int argc, char **argv)
     double tol = 0;
     bool json = false;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int c; (c = cli_getopt(argc, argv, "", opts, &cmd_compare)) != -1;) {
         char *end;
         switch (c) {
         case 't':

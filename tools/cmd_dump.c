@@ -270,7 +270,7 @@ static int run(int argc, char **argv)
     bool all = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:h", opts, &cmd_dump)) != -1) {
         if (c == 'o') {
             out = optarg;
         } else if (c == 'F') {
@@ -312,15 +312,14 @@ static int run(int argc, char **argv)
     if (all) {
         rc = dump_all(f, fmt, out);
     } else {
-        const tm_tensor *t = tm_tensor_find(f, argv[optind + 1]);
+        const tm_tensor *t = cli_find_tensor(f, argv[optind], argv[optind + 1]);
         uint64_t n_rows = t ? tm_tensor_rows(t) : 0;
         if (!t) {
-            cli_errorf("%s: no tensor '%s'", argv[optind], argv[optind + 1]);
-            rc = CLI_FAIL;
+            rc = CLI_USAGE;
         } else if (rows && r1 > n_rows) {
             cli_errorf("%s: --rows %s: the tensor has %" PRIu64 " rows", argv[optind], rows,
                        n_rows);
-            rc = CLI_FAIL;
+            rc = CLI_USAGE;
         } else {
             rc = dump_to_path(t, r0, rows ? r1 : n_rows, fmt, out, !rows);
         }

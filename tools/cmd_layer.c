@@ -60,12 +60,14 @@ static int report(const char *arg, const tm_file *f, entry *e, size_t n, uint64_
     while (c1 < n && e[c1].block == want)
         c1++;
     if (c0 == c1) {
-        if (n == 0)
+        if (n == 0) {
             cli_errorf("%s: no tensor names a block (blk.N. or layers.N.)", arg);
-        else
-            cli_errorf("%s: no block %" PRIu64 " (blocks run from %" PRIu64 " to %" PRIu64 ")", arg,
-                       want, e[0].block, e[n - 1].block);
-        return CLI_FAIL;
+            return CLI_FAIL;
+        }
+        /* a block the file does not have is a usage error, as a tensor name it lacks is */
+        cli_errorf("%s: no block %" PRIu64 " (blocks run from %" PRIu64 " to %" PRIu64 ")", arg,
+                   want, e[0].block, e[n - 1].block);
+        return CLI_USAGE;
     }
     uint64_t counts[3] = {0, 0, 0}, bytes = 0;
     json_t *different = json_array();
@@ -144,8 +146,10 @@ static int run(int argc, char **argv)
     if (rc >= 0)
         return rc;
     uint64_t want;
-    if (!cli_parse_u64(argv[first + 1], &want))
+    if (!cli_parse_u64(argv[first + 1], &want)) {
+        cli_errorf("layer: N is a block number, not '%s'", argv[first + 1]);
         return cli_usage(&cmd_layer);
+    }
     tm_file *f = cli_open(argv[first], 0);
     if (!f)
         return CLI_FAIL;

@@ -138,7 +138,7 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
             json_array_append_new(read, cli_json_float(got[i], true, bits));
         }
         cli_json_emit(json_pack("{s:s, s:I, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i}", "file",
-                                path, (json_int_t)align, "noalign", noalign, "fields", fields,
+                                path, "align", (json_int_t)align, "noalign", noalign, "fields", fields,
                                 "file_size", cli_json_u64(l->file_size), "infos_end",
                                 cli_json_u64(l->infos_end), "padding", cli_json_u64(l->padding),
                                 "data_start", cli_json_u64(l->data_start), "written", wrote, "read",
@@ -193,7 +193,7 @@ static int run(int argc, char **argv)
     bool noalign = false, json = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "h", opts, &cmd_sketch)) != -1) {
         if (c == 'a' && (!cli_parse_u64(optarg, &align) || align == 0 || align > (1u << 30) ||
                          (align & (align - 1)) != 0)) {
             cli_errorf("sketch: --align wants a power of two up to 2^30, not '%s'", optarg);
@@ -208,8 +208,8 @@ static int run(int argc, char **argv)
             return cli_usage(&cmd_sketch);
         }
     }
-    if (argc - optind != 1)
-        return cli_usage(&cmd_sketch);
+    if ((c = cli_count_args(&cmd_sketch, argc - optind, 1, 1)) >= 0)
+        return c;
     const char *path = argv[optind];
     sketch s = {0};
     tm_error err = {0};

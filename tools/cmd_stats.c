@@ -185,10 +185,9 @@ static int run(int argc, char **argv)
     uint64_t n_want = (uint64_t)(argc - first - 1);
     uint64_t n = n_want ? n_want : tm_n_tensors(f);
     for (uint64_t i = 0; i < n_want; i++)
-        if (!tm_tensor_find(f, want[i])) {
-            cli_errorf("%s: no tensor '%s'", arg, want[i]);
+        if (!cli_find_tensor(f, arg, want[i])) {
             tm_close(f);
-            return CLI_FAIL;
+            return CLI_USAGE;
         }
     size_t chunk = 0;
     int wname = 4;

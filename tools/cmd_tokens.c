@@ -33,8 +33,10 @@ static int run(int argc, char **argv)
     if (rc >= 0)
         return rc;
     uint64_t want = 10;
-    if (argc - first == 2 && !cli_parse_u64(argv[first + 1], &want))
+    if (argc - first == 2 && !cli_parse_u64(argv[first + 1], &want)) {
+        cli_errorf("tokens: N is a count, not '%s'", argv[first + 1]);
         return cli_usage(&cmd_tokens);
+    }
     const char *arg = argv[first];
     tm_file *f = cli_open(arg, 0);
     if (!f)

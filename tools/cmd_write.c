@@ -353,7 +353,7 @@ static int run(int argc, char **argv)
     const char *from = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "f:h", opts, &cmd_write)) != -1) {
         if (c == 'f')
             from = optarg;
         else if (c == 'h')
@@ -361,8 +361,12 @@ static int run(int argc, char **argv)
         else
             return cli_usage(&cmd_write);
     }
-    if (!from || argc - optind != 1)
+    if (!from) {
+        cli_errorf("write: --from-header HEADER.json is required");
         return cli_usage(&cmd_write);
+    }
+    if ((c = cli_count_args(&cmd_write, argc - optind, 1, 1)) >= 0)
+        return c;
     const char *out = argv[optind];
     json_error_t jerr;
     json_t *h = strcmp(from, "-") == 0
