@@ -450,6 +450,37 @@ TM_API uint64_t tm_writer_header_bytes(const tm_writer *w);
 /* The data section's size is at least the end of the last tensor; make it at least n bytes
  * (a stand-in for a file whose tail is not described by its tensors). */
 TM_API tm_status tm_writer_set_data_size(tm_writer *w, uint64_t n, tm_error *err);
+/* ---- A writer seeded from an open file: editing, merging and splitting without copying ----
+ * Entries are copied as bytes; tensors are referenced in the source's mapping (keep the source
+ * open until tm_writer_finish) and copied at finish with copy_file_range from the source file
+ * (so that a filesystem that can share extents does), or from the mapping when the file is no
+ * longer the one mapped or the kernel cannot copy between the two files. Never through a copy
+ * of the whole file in memory. */
+
+/* A copy of entry kv of an open file, added after the entries so far. */
+TM_API tm_status tm_writer_kv_copy(tm_writer *w, const tm_kv *kv, tm_error *err);
+/* Remove the entry key from the writer. TM_NOT_FOUND when it holds none. To change a value,
+ * delete the key and add it again (it then comes last). */
+TM_API tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *err);
+/* Tensor t of the open file f, under name (NULL: t's own name), with t's type and shape; its
+ * bytes are referenced. same_offset places it at t's own offset (the data section of a one-file
+ * source kept as it is), else after the previous tensor. */
+TM_API tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
+                                       const char *name, bool same_offset, tm_error *err);
+/* A writer holding f's version, alignment, every entry and every tensor (a one-file source
+ * keeps every tensor's offset; a split set's tensors are laid out in order), with
+ * verification on. TM_UNSUPPORTED for a safetensors source. */
+TM_API tm_status tm_writer_new_from(const tm_file *f, tm_writer **out, tm_error *err);
+/* With verify on, tm_writer_finish opens the file it wrote with tm_open before it replaces
+ * anything, and fails (leaving path as it was) when the reader refuses it or reads other
+ * counts or another header size. Off for tm_writer_new, on for tm_writer_new_from. */
+TM_API tm_status tm_writer_set_verify(tm_writer *w, bool verify, tm_error *err);
+/* Called during tm_writer_finish as tensor bytes are written (at least every 64 MiB), with
+ * the bytes written so far and the total. */
+typedef void (*tm_writer_progress)(void *ctx, uint64_t done, uint64_t total);
+TM_API tm_status tm_writer_set_progress(tm_writer *w, tm_writer_progress fn, void *ctx,
+                                        tm_error *err);
+
 /* Write the file and free the writer (also on failure). */
 TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err);
 
