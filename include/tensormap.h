@@ -481,8 +481,40 @@ typedef void (*tm_writer_progress)(void *ctx, uint64_t done, uint64_t total);
 TM_API tm_status tm_writer_set_progress(tm_writer *w, tm_writer_progress fn, void *ctx,
                                         tm_error *err);
 
-/* Write the file and free the writer (also on failure). */
+/* Write the file and free the writer (also on failure). The file is written through
+ * tm_outfile (below): an existing file at path is replaced only when the whole new file is
+ * written and synced, and is left exactly as it was on any failure; no partial file is left.
+ * A character device or FIFO at path is written directly and never removed. */
 TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Writing any file safely: whole or not at all, never at the cost of what path named before.
+ *
+ * For a regular file (or a path that does not exist yet), tm_outfile_open creates a new
+ * temporary file in the same directory (O_EXCL; permissions 0666 less the umask, or the
+ * existing file's). The caller writes to tm_outfile_fd; tm_outfile_commit fsyncs it, renames
+ * it over path and fsyncs the directory. tm_outfile_abort, or a commit that fails, removes the
+ * temporary file and nothing else. path itself is never opened for writing, truncated or
+ * unlinked: until the rename it is untouched, and a process that has the old file open or
+ * mapped keeps reading the old contents. A symlink at path is kept: the file it names is the
+ * one replaced.
+ * A character device or a FIFO at path is opened and written directly (no O_TRUNC) and never
+ * removed; a directory, block device or socket is refused (TM_IO).
+ * Errors: TM_INVALID_ARG (NULL arguments), TM_IO (with the system's reason), TM_NOMEM.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tm_outfile tm_outfile;
+
+TM_API tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err);
+/* The descriptor to write to (owned by the outfile; do not close it). */
+TM_API int tm_outfile_fd(const tm_outfile *o);
+/* The temporary file's path, or NULL when writing directly to a device or FIFO (for a signal
+ * handler that must remove it before the process dies: unlink is async-signal-safe). */
+TM_API const char *tm_outfile_temp_path(const tm_outfile *o);
+/* Sync and rename into place; frees o, also on failure (then the temporary file is gone). */
+TM_API tm_status tm_outfile_commit(tm_outfile *o, tm_error *err);
+/* Close, remove the temporary file, free o. NULL is a no-op. */
+TM_API void tm_outfile_abort(tm_outfile *o);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,8 @@
  * whatever order the caller adds them in. tm_writer_finish writes head + metadata + infos +
  * padding in one writev, each tensor's bytes at data_start + offset with pwrite, then extends
  * the file to its final size with ftruncate, so a tensor without data is a hole (sparse: a
- * 4.7 GB benchmark file costs no disk). Tensor data is referenced, never copied. */
+ * 4.7 GB benchmark file costs no disk). Tensor data is referenced, never copied. The file is
+ * written through tm_outfile (outfile.c): a temporary file renamed into place on success. */
 #include "internal.h"
 
 #include <errno.h>
@@ -803,24 +804,20 @@ tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
     if (!w)
         return no_writer(err, __func__);
     tm_status st;
+    tm_outfile *o = NULL;
     if (!path) {
         st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_finish: the path is NULL");
-    } else {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            st = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: cannot create it: %s", path,
-                          strerror(errno));
-        } else {
-            st = write_file(w, fd, path, err);
-            if (st == TM_OK && w->verify)
-                st = verify_written(w, path, path, err);
-            if (close(fd) != 0 && st == TM_OK)
-                st = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: closing it: %s", path,
-                              strerror(errno));
-            /* A half-written file would open as a damaged model later: leave nothing. */
-            if (st != TM_OK)
-                unlink(path);
-        }
+    } else if ((st = tm_outfile_open(&o, path, err)) == TM_OK) {
+        /* A half-written file would open as a damaged model later: it stays a temporary file,
+         * removed on failure, and whatever path named is untouched. */
+        st = write_file(w, tm_outfile_fd(o), path, err);
+        /* read back before it replaces anything (a device or FIFO cannot be read back) */
+        if (st == TM_OK && w->verify && tm_outfile_temp_path(o))
+            st = verify_written(w, tm_outfile_temp_path(o), path, err);
+        if (st == TM_OK)
+            st = tm_outfile_commit(o, err);
+        else
+            tm_outfile_abort(o);
     }
     tm_writer_free(w);
     return st;

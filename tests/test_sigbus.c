@@ -6,6 +6,7 @@
 
 #include "tensormap.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 /* 16 Mi bytes of f32 in a hole: several of the tool's decode chunks (about 4 MiB each), and
@@ -39,6 +41,9 @@ static void remove_dir(void)
     unlink(other);
     unlink(fifo);
     unlink(errpath);
+    char out[160];
+    snprintf(out, sizeof out, "%s/out.npy", dir);
+    unlink(out);
     rmdir(dir);
 }
 
@@ -261,4 +266,75 @@ Test(changing, a_pipe_reads_like_the_file)
     cr_expect_eq(st_pipe, 0, "tensormap info - exits %d", st_pipe);
     free(from_file);
     free(from_pipe);
+}
+
+/* A dump to a file, cut short by SIGBUS, leaves no file: not the .npy (whose header would
+ * claim the full shape) and not the temporary file it was being written as.
+ *
+ * Made deterministic with a stopped terminal: the tool's stderr is a pseudo-terminal whose
+ * output is suspended (tcflow TCOOFF), so the tool shows progress (a 64 MiB dump to a
+ * terminal) and blocks in its first progress write, after the first chunk went to the output
+ * and before the next is decoded. The model is cut then, and the terminal resumed. */
+Test(changing, a_dump_to_a_file_cut_by_sigbus_leaves_no_file)
+{
+    const uint64_t ne[2] = {4096, 4096}; /* 64 MiB of f32 in a hole */
+    tm_writer *w;
+    tm_error err;
+    cr_assert_eq(tm_writer_new(&w, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_tensor(w, "big", TM_TYPE_F32, 2, ne, NULL, &err), TM_OK, "%s",
+                 err.message);
+    cr_assert_eq(tm_writer_finish(w, model, &err), TM_OK, "%s", err.message);
+    char out[160];
+    snprintf(out, sizeof out, "%s/out.npy", dir);
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    cr_assert_geq(master, 0);
+    cr_assert(grantpt(master) == 0 && unlockpt(master) == 0);
+    int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+    cr_assert_geq(slave, 0);
+    cr_assert_eq(tcflow(slave, TCOOFF), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        if (dup2(slave, STDERR_FILENO) < 0)
+            _exit(127);
+        execl(tool(), "tensormap", "dump", model, "big", "-o", out, (char *)NULL);
+        _exit(127);
+    }
+    /* Blocked on the terminal, the tool sits in a write(2) to it. */
+    for (int i = 0;; i++) {
+        char path[64], stat[512] = "";
+        snprintf(path, sizeof path, "/proc/%d/wchan", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            fgets(stat, sizeof stat, f);
+            fclose(f);
+        }
+        if (strstr(stat, "wait_woken") || strstr(stat, "n_tty_write"))
+            break;
+        int st;
+        cr_assert_eq(waitpid(pid, &st, WNOHANG), 0, "the tool ended before blocking");
+        cr_assert_lt(i, 30000, "the tool never blocked on its progress line (wchan %s)", stat);
+        usleep(1000);
+    }
+    cr_assert_eq(truncate(model, 4096), 0);
+    cr_assert_eq(tcflow(slave, TCOON), 0);
+    close(slave);
+    char msg[8192];
+    size_t got = 0;
+    for (ssize_t n; got < sizeof msg - 1 && (n = read(master, msg + got, sizeof msg - 1 - got)) > 0;)
+        got += (size_t)n; /* ends with EIO when the tool has closed the terminal */
+    msg[got] = '\0';
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    close(master);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d; stderr: %s", status,
+              msg);
+    cr_expect_not_null(strstr(msg, "changed size while being read"), "stderr: %s", msg);
+    cr_expect_neq(access(out, F_OK), 0, "%s was left", out);
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        cr_expect(e->d_name[0] != '.' || !e->d_name[1] || !strcmp(e->d_name, ".."),
+                  "%s was left", e->d_name);
+    closedir(d);
 }

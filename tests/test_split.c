@@ -391,3 +391,103 @@ Test(split_tool, info_tensors_dump_stats_check_compare, .fini = test_cleanup)
     cr_assert_eq(r.status, 2);
     tool_result_free(&r);
 }
+
+/* ---- split and merge ------------------------------------------------------------------------ */
+
+/* A model of five f32 [4] tensors (values[0..4]) with metadata, by the library's writer. */
+static void write_model(const char *path)
+{
+    fill_values();
+    tm_writer *w;
+    tm_error err = {0};
+    const uint32_t blocks = 2;
+    cr_assert_eq(tm_writer_new(&w, &err), TM_OK);
+    cr_assert_eq(tm_writer_kv_str(w, "general.architecture", "llama", 5, &err), TM_OK);
+    cr_assert_eq(tm_writer_kv_scalar(w, "llama.block_count", TM_V_U32, &blocks, &err), TM_OK);
+    const char *toks[3] = {"<s>", "a", "b"};
+    cr_assert_eq(tm_writer_kv_str_array(w, "tokenizer.ggml.tokens", toks, NULL, 3, &err), TM_OK);
+    static const char *const names[5] = {"t0", "t1", "t2", "t3", "t4"};
+    const uint64_t ne[1] = {4};
+    for (int k = 0; k < 5; k++)
+        cr_assert_eq(tm_writer_tensor(w, names[k], TM_TYPE_F32, 1, ne, values[k], &err), TM_OK);
+    cr_assert_eq(tm_writer_finish(w, path, &err), TM_OK, "%s", err.message);
+}
+
+/* Entry i of f is key, of type, holding v (an integer). */
+static void expect_entry(const tm_file *f, uint64_t i, const char *key, tm_vtype type, int64_t v)
+{
+    const tm_kv *kv = tm_kv_at(f, i);
+    cr_assert_not_null(kv);
+    cr_assert(kv->key.len == strlen(key) && memcmp(kv->key.ptr, key, kv->key.len) == 0,
+              "entry %llu is not %s", (unsigned long long)i, key);
+    cr_assert_eq(kv->type, type, "%s's type", key);
+    tm_value val;
+    cr_assert_eq(tm_kv_value(kv, &val), TM_OK);
+    cr_assert_eq(type == TM_V_I32 ? val.as.i : (int64_t)val.as.u, v, "%s's value", key);
+}
+
+Test(split_tool, split_then_merge_gives_the_source_back, .fini = test_cleanup)
+{
+    char src[256], prefix[256], merged[256], first[256], second[256];
+    snprintf(src, sizeof src, "%s", test_path("src.gguf"));
+    snprintf(prefix, sizeof prefix, "%s", test_path("p"));
+    snprintf(merged, sizeof merged, "%s", test_path("merged.gguf"));
+    snprintf(first, sizeof first, "%s", shard_path("p", 1, 3));
+    snprintf(second, sizeof second, "%s", shard_path("p", 2, 3));
+    write_model(src);
+    tool_result r = tool_run("split", "--max-tensors", "2", src, prefix, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tool_result_free(&r);
+
+    /* gguf-split's layout: the split keys with their types first, then the model's metadata in
+     * the first shard; the split keys alone in the others */
+    tm_file *f = NULL;
+    tm_error err = {0};
+    cr_assert_eq(tm_open(first, TM_OPEN_ONE_SHARD, &f, &err), TM_OK, "%s", err.message);
+    expect_entry(f, 0, "split.no", TM_V_U16, 0);
+    expect_entry(f, 1, "split.count", TM_V_U16, 3);
+    expect_entry(f, 2, "split.tensors.count", TM_V_I32, 5);
+    expect_entry(f, 4, "llama.block_count", TM_V_U32, 2);
+    cr_assert_eq(tm_n_kv(f), 6);
+    cr_assert_eq(tm_n_tensors(f), 2);
+    tm_close(f);
+    cr_assert_eq(tm_open(second, TM_OPEN_ONE_SHARD, &f, &err), TM_OK, "%s", err.message);
+    expect_entry(f, 0, "split.no", TM_V_U16, 1);
+    cr_assert_eq(tm_n_kv(f), 3);
+    tm_close(f);
+
+    /* merged: the source, byte for byte (metadata, tensor order, offsets and bytes) */
+    r = tool_run("merge", first, merged, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tool_result_free(&r);
+    size_t n_src, n_merged;
+    char *a = read_all(src, &n_src), *b = read_all(merged, &n_merged);
+    cr_assert_eq(n_src, n_merged);
+    cr_assert_eq(memcmp(a, b, n_src), 0);
+    free(b);
+
+    /* by size: 16-byte tensors padded to 32, at most 64 bytes a shard: 2 + 2 + 1 again */
+    r = tool_run("split", "--max-size", "64", src, prefix, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "p-00003-of-00003.gguf: 1 tensor\n"), "%s", r.out);
+    tool_result_free(&r);
+
+    /* merge never writes over a shard, which stays as it was */
+    size_t n_before, n_after;
+    char *before = read_all(second, &n_before);
+    r = tool_run("merge", first, second, NULL);
+    cr_assert_eq(r.status, 1, "%s", r.err);
+    tool_result_free(&r);
+    char *after = read_all(second, &n_after);
+    cr_assert(n_before == n_after && memcmp(before, after, n_before) == 0);
+    free(before);
+    free(after);
+    free(a);
+
+    r = tool_run("split", "--max-size", "1M", "--max-tensors", "3", src, prefix, NULL);
+    cr_assert_eq(r.status, 2);
+    tool_result_free(&r);
+    r = tool_run("split", "--max-size", "12X", src, prefix, NULL);
+    cr_assert_eq(r.status, 2);
+    tool_result_free(&r);
+}

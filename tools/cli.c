@@ -57,6 +57,7 @@ tm_file *cli_open(const char *arg, unsigned extra_flags)
         f = NULL;
     } else {
         cli_sigbus_mapped(f);
+        cli_output_protect_file(f, arg);
     }
     free(resolved);
     return f;

@@ -68,6 +68,26 @@ void cli_sigbus_watch(const char *name);
  * even when the command holds several. */
 void cli_sigbus_mapped(const tm_file *f);
 
+/* tools/cli_output.c: every file the tool writes (see the comment at its top; new commands
+ * must use it). cli_open protects every shard of each file it opens; other inputs (a JSON
+ * file) are protected with cli_output_protect_path. */
+typedef struct cli_output cli_output;
+void cli_output_protect_path(const char *path);
+void cli_output_protect_file(const tm_file *f, const char *arg);
+/* False, with a message, when path is the same file as an input (through any link). */
+bool cli_output_allowed(const char *path);
+/* "-" for standard output, a device or FIFO written directly, or a regular file written via
+ * a temporary file. NULL with a message on failure. */
+cli_output *cli_output_open(const char *path);
+FILE *cli_output_stream(const cli_output *o);
+/* The path, or "standard output". */
+const char *cli_output_name(const cli_output *o);
+/* rc CLI_OK: flush and put the file in place (CLI_FAIL with a message if that fails); else
+ * remove the temporary file. Frees o; returns the final exit code. */
+int cli_output_close(cli_output *o, int rc);
+/* cli_sigbus.c: the temporary file to remove if a SIGBUS ends the process (NULL: none). */
+void cli_sigbus_output(const char *temp_path);
+
 /* tools/cli_man.c: the man page in roff, built from the command table's help texts (the one
  * source of truth); `tensormap --man` prints it. */
 void cli_man(FILE *out);

@@ -27,9 +27,25 @@ typedef struct watched {
 static watched watches[WATCH_MAX];
 static volatile sig_atomic_t n_watched;
 
+/* The temporary file being written (cli_output.c), removed before exiting: a dump cut short
+ * must not leave a file whose header claims the full shape. */
+static char output_temp[4096];
+static volatile sig_atomic_t output_set;
+
+void cli_sigbus_output(const char *temp_path)
+{
+    output_set = 0;
+    if (!temp_path || strlen(temp_path) >= sizeof output_temp)
+        return;
+    strcpy(output_temp, temp_path);
+    output_set = 1;
+}
+
 static void on_sigbus(int sig, siginfo_t *info, void *context)
 {
     (void)sig, (void)context;
+    if (output_set)
+        unlink(output_temp);
     const int n = n_watched;
     int pick = n - 1;
     for (int i = 0; i < n; i++)

@@ -99,16 +99,12 @@ size_t cli_chunk_elems(const tm_tensor *t);
  * failure NULL with a message in msg. */
 char *cli_ollama_path(const char *spec, char *msg, size_t msg_size);
 
-/* tools/cli_write_progress.c: a tm_writer_progress for the commands that write a model: a line
- * on stderr when it is a terminal, once the work has taken more than a second. */
-typedef struct cli_write_progress {
-    const char *what;
-    double start, last;
-    bool shown, tty;
-} cli_write_progress;
-void cli_write_progress_start(cli_write_progress *p, const char *what);
-void cli_write_progress_update(void *ctx, uint64_t done, uint64_t total);
-void cli_write_progress_end(cli_write_progress *p);
+/* tools/cli_write_model.c: for the commands that write a model. A writer with f's version and
+ * alignment and verification on; then finish it into path (st: how building it went; w is
+ * freed either way) with a progress line on stderr when it is a terminal and the work takes
+ * over a second. CLI_OK, or CLI_FAIL after "tensormap: PATH: message". */
+tm_status cli_model_writer(const tm_file *f, tm_writer **w, tm_error *err);
+int cli_model_finish(tm_writer *w, tm_status st, tm_error *err, const char *path);
 
 /* tools/cmd_split.c: a split set's own keys (split.*, and the older general.split*), which are
  * never the model's metadata. */

@@ -185,26 +185,16 @@ done:
     return rc;
 }
 
+/* Through cli_output: a failed dump leaves whatever OUT was (a file, a device, nothing) as it
+ * was, and an input is never the output. */
 static int dump_to_path(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt, const char *path,
                         bool whole)
 {
-    if (strcmp(path, "-") == 0)
-        return dump_tensor(t, r0, r1, fmt, stdout, "standard output", whole) == CLI_OK
-                   ? cli_finish_output(CLI_OK)
-                   : CLI_FAIL;
-    FILE *out = fopen(path, "wb");
-    if (!out) {
-        cli_errorf("%s: %s", path, strerror(errno));
+    cli_output *o = cli_output_open(path);
+    if (!o)
         return CLI_FAIL;
-    }
-    int rc = dump_tensor(t, r0, r1, fmt, out, path, whole);
-    if (fclose(out) != 0 && rc == CLI_OK) {
-        cli_errorf("%s: %s", path, strerror(errno));
-        rc = CLI_FAIL;
-    }
-    if (rc != CLI_OK)
-        unlink(path); /* a half-written dump looks like a whole one */
-    return rc;
+    int rc = dump_tensor(t, r0, r1, fmt, cli_output_stream(o), cli_output_name(o), whole);
+    return cli_output_close(o, rc);
 }
 
 static int dump_all(const tm_file *f, format fmt, const char *dir)

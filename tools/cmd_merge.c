@@ -29,6 +29,10 @@ static int run(int argc, char **argv)
         return CLI_FAIL;
     const tm_layout *l = tm_file_layout(f);
     rc = CLI_OK;
+    if (!cli_output_allowed(out)) {
+        tm_close(f);
+        return CLI_FAIL;
+    }
     if (l->format != TM_FORMAT_GGUF) {
         cli_errorf("%s: merge writes GGUF files; this is not a GGUF file", arg);
         tm_close(f);
@@ -36,35 +40,16 @@ static int run(int argc, char **argv)
     }
     tm_writer *w = NULL;
     tm_error err = {0};
-    tm_status st = tm_writer_new(&w, &err);
-    if (st == TM_OK)
-        st = tm_writer_set_version(w, l->version, &err);
-    if (st == TM_OK)
-        st = tm_writer_set_alignment(w, l->alignment, &err);
-    if (st == TM_OK)
-        st = tm_writer_set_verify(w, true, &err);
+    tm_status st = cli_model_writer(f, &w, &err);
     for (uint64_t i = 0; st == TM_OK && i < l->n_kv; i++)
         if (!cli_split_key(tm_kv_at(f, i)->key))
             st = tm_writer_kv_copy(w, tm_kv_at(f, i), &err);
     for (uint64_t i = 0; st == TM_OK && i < l->n_tensors; i++)
         st = tm_writer_tensor_copy(w, f, tm_tensor_at(f, i), NULL, false, &err);
-    cli_write_progress progress;
-    cli_write_progress_start(&progress, out);
-    if (st == TM_OK)
-        st = tm_writer_set_progress(w, cli_write_progress_update, &progress, &err);
-    if (st == TM_OK) {
-        st = tm_writer_finish(w, out, &err);
-        w = NULL;
-    }
-    cli_write_progress_end(&progress);
-    tm_writer_free(w);
-    if (st != TM_OK) {
-        cli_report(out, &err);
-        rc = CLI_FAIL;
-    } else {
+    rc = cli_model_finish(w, st, &err, out);
+    if (rc == CLI_OK)
         printf("%s: %" PRIu64 " tensors from %" PRIu32 " shard%s\n", out, l->n_tensors,
                l->n_shards, l->n_shards == 1 ? "" : "s");
-    }
     tm_close(f);
     return cli_finish_output(rc);
 }

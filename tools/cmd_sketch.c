@@ -213,6 +213,8 @@ static int run(int argc, char **argv)
     const char *path = argv[optind];
     sketch s = {0};
     tm_error err = {0};
+    if (!cli_output_allowed(path)) /* no input today; the rule is the same for every output */
+        return CLI_FAIL;
     if (!write_sketch(path, (uint32_t)align, &s, &err)) {
         cli_report(path, &err);
         return CLI_FAIL;

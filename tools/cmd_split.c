@@ -62,14 +62,10 @@ static int write_shard(const tm_file *f, uint32_t k, uint32_t n, uint64_t first,
     tm_writer *w = NULL;
     tm_error err = {0};
     const uint16_t no = (uint16_t)k, count = (uint16_t)n;
+    if (!cli_output_allowed(path))
+        return CLI_FAIL;
     const int32_t total = (int32_t)l->n_tensors;
-    tm_status st = tm_writer_new(&w, &err);
-    if (st == TM_OK)
-        st = tm_writer_set_version(w, l->version, &err);
-    if (st == TM_OK)
-        st = tm_writer_set_alignment(w, l->alignment, &err);
-    if (st == TM_OK)
-        st = tm_writer_set_verify(w, true, &err);
+    tm_status st = cli_model_writer(f, &w, &err);
     if (st == TM_OK)
         st = tm_writer_kv_scalar(w, "split.no", TM_V_U16, &no, &err);
     if (st == TM_OK)
@@ -84,20 +80,8 @@ static int write_shard(const tm_file *f, uint32_t k, uint32_t n, uint64_t first,
     }
     for (uint64_t i = first; st == TM_OK && i < end; i++)
         st = tm_writer_tensor_copy(w, f, tm_tensor_at(f, i), NULL, false, &err);
-    cli_write_progress progress;
-    cli_write_progress_start(&progress, path);
-    if (st == TM_OK)
-        st = tm_writer_set_progress(w, cli_write_progress_update, &progress, &err);
-    if (st == TM_OK) {
-        st = tm_writer_finish(w, path, &err);
-        w = NULL;
-    }
-    cli_write_progress_end(&progress);
-    tm_writer_free(w);
-    if (st != TM_OK) {
-        cli_report(path, &err);
+    if (cli_model_finish(w, st, &err, path) != CLI_OK)
         return CLI_FAIL;
-    }
     printf("%s: %" PRIu64 " tensor%s\n", path, end - first, end - first == 1 ? "" : "s");
     return CLI_OK;
 }

@@ -368,6 +368,9 @@ static int run(int argc, char **argv)
     if ((c = cli_count_args(&cmd_write, argc - optind, 1, 1)) >= 0)
         return c;
     const char *out = argv[optind];
+    cli_output_protect_path(from);
+    if (!cli_output_allowed(out))
+        return CLI_FAIL;
     json_error_t jerr;
     json_t *h = strcmp(from, "-") == 0
                     ? json_loadf(stdin, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr)

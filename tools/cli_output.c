@@ -1,0 +1,140 @@
+/* Every file the tool writes goes through here. A new command that writes anything (a file, a
+ * directory of files, or a path handed to tm_writer_finish) must use cli_output_open/close or,
+ * for a path the library writes, cli_output_allowed: nothing else may fopen a path for writing.
+ *
+ * What it guarantees:
+ * - "-" is standard output; a character device or FIFO is written directly. Neither is ever
+ *   truncated or removed, whatever happens.
+ * - A regular file is written as a temporary file beside it and renamed into place only when
+ *   everything succeeded (tm_outfile): a failed or interrupted write leaves the old file, or
+ *   nothing, exactly as it was. A SIGBUS while writing (an input cut under its mapping) removes
+ *   the temporary file before the process exits (cli_sigbus.c).
+ * - An output that is the same file as an input (device and inode, so through hard links and
+ *   symlinks, for every shard of every file opened by cli_open) is refused with a message. */
+#include "cli_util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct cli_output {
+    FILE *stream;
+    tm_outfile *file; /* NULL for standard output */
+    const char *name;
+};
+
+/* The inputs of this run, as (device, inode). A command reads a few files. */
+enum { MAX_INPUTS = 64 };
+typedef struct input {
+    dev_t dev;
+    ino_t ino;
+    const char *name;
+} input;
+static input inputs[MAX_INPUTS];
+static size_t n_inputs;
+
+static void protect(const struct stat *st, const char *name)
+{
+    if (!S_ISREG(st->st_mode) || n_inputs == MAX_INPUTS)
+        return; /* a pipe or device cannot be written over by replacing a file */
+    inputs[n_inputs++] = (input){st->st_dev, st->st_ino, name};
+}
+
+void cli_output_protect_path(const char *path)
+{
+    struct stat st;
+    if (strcmp(path, "-") == 0 ? fstat(STDIN_FILENO, &st) == 0 : stat(path, &st) == 0)
+        protect(&st, path);
+}
+
+void cli_output_protect_file(const tm_file *f, const char *arg)
+{
+    const tm_layout *l = tm_file_layout(f);
+    if (strcmp(arg, "-") == 0)
+        cli_output_protect_path(arg);
+    for (uint32_t i = 0; l && i < l->n_shards; i++) {
+        const char *p = tm_shard_path(f, i);
+        struct stat st;
+        if (p && stat(p, &st) == 0)
+            protect(&st, i == 0 ? arg : p);
+    }
+}
+
+bool cli_output_allowed(const char *path)
+{
+    struct stat st;
+    if (strcmp(path, "-") == 0 || stat(path, &st) != 0)
+        return true;
+    for (size_t i = 0; i < n_inputs; i++)
+        if (inputs[i].dev == st.st_dev && inputs[i].ino == st.st_ino) {
+            cli_errorf("%s: is the same file as the input %s; refusing to write over an input",
+                       path, inputs[i].name);
+            return false;
+        }
+    return true;
+}
+
+cli_output *cli_output_open(const char *path)
+{
+    cli_output *o = calloc(1, sizeof *o);
+    if (!o) {
+        cli_errorf("out of memory");
+        return NULL;
+    }
+    if (strcmp(path, "-") == 0) {
+        o->stream = stdout;
+        o->name = "standard output";
+        return o;
+    }
+    o->name = path;
+    tm_error err = {0};
+    int fd = -1;
+    if (!cli_output_allowed(path)) {
+        free(o);
+        return NULL;
+    }
+    if (tm_outfile_open(&o->file, path, &err) != TM_OK) {
+        cli_errorf("%s", err.message);
+        free(o);
+        return NULL;
+    }
+    /* stdio gets its own descriptor: fclose must not close the one the outfile syncs. */
+    if ((fd = dup(tm_outfile_fd(o->file))) < 0 || !(o->stream = fdopen(fd, "wb"))) {
+        cli_errorf("%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        tm_outfile_abort(o->file);
+        free(o);
+        return NULL;
+    }
+    cli_sigbus_output(tm_outfile_temp_path(o->file));
+    return o;
+}
+
+FILE *cli_output_stream(const cli_output *o) { return o->stream; }
+
+const char *cli_output_name(const cli_output *o) { return o->name; }
+
+int cli_output_close(cli_output *o, int rc)
+{
+    if (!o->file) {
+        free(o);
+        return rc == CLI_OK ? cli_finish_output(rc) : rc;
+    }
+    if (fclose(o->stream) != 0 && rc == CLI_OK) {
+        cli_errorf("%s: %s", o->name, strerror(errno));
+        rc = CLI_FAIL;
+    }
+    tm_error err = {0};
+    if (rc != CLI_OK) {
+        tm_outfile_abort(o->file);
+    } else if (tm_outfile_commit(o->file, &err) != TM_OK) {
+        cli_errorf("%s", err.message);
+        rc = CLI_FAIL;
+    }
+    cli_sigbus_output(NULL);
+    free(o);
+    return rc;
+}
