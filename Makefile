@@ -3,10 +3,12 @@
 #   make            library (static + shared), the tool, the examples       -> build/
 #   make demo       build, write the demo model, run `tensormap info` on it
 #   make test       install missing Debian dependencies (as root), build, run the test suite
+#                   (the C suite, then the Python package's pytest suite: make test-python)
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer -> build-san/
 #   make bench      benchmarks (bench/open, bench/dequant)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
-#   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc, tool, man page)
+#   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc, tool, man page,
+#                   the Python package)
 #
 # V=1 prints every command.
 
@@ -19,6 +21,10 @@ includedir ?= $(prefix)/include
 mandir     ?= $(prefix)/share/man
 man1dir    ?= $(mandir)/man1
 pkgconfigdir ?= $(libdir)/pkgconfig
+# The Python package goes where Debian's python3 looks: /usr/lib/python3/dist-packages for
+# PREFIX=/usr, $(prefix)/lib/python3.X/dist-packages for any other prefix (/usr/local, $HOME/.local).
+PYTHON     ?= /usr/bin/python3
+pythondir  ?= $(if $(filter /usr,$(prefix)),$(prefix)/lib/python3/dist-packages,$(prefix)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages)
 
 VERSION := $(shell sed -n 's/^\#define TM_VERSION_STRING "\(.*\)"/\1/p' include/tensormap.h)
 SOMAJOR := $(shell sed -n 's/^\#define TM_VERSION_MAJOR \([0-9]*\)/\1/p' include/tensormap.h)
@@ -80,7 +86,7 @@ SONAME := libtensormap.so.$(SOMAJOR)
 SHARED := $(B)/libtensormap.so.$(VERSION)
 
 .PHONY: all lib demo test check test-golden bench fuzz install uninstall test-install clean deps \
-        check-exports check-san cross-arm check-arm
+        check-exports check-san cross-arm check-arm test-python
 all: lib $(B)/tensormap $(B)/tensormap.1 $(EXAMPLES) $(if $(wildcard tools/mkdemo.c),$(B)/demo.gguf)
 
 lib: $(STATIC) $(SHARED)
@@ -163,6 +169,25 @@ export TM_CORPUS = $(abspath ../shared/corpus)
 
 test: all $(B)/test_tensormap check-exports
 	$(B)/test_tensormap $(TEST_ARGS) $(SAN_GATE)
+	$(PYTEST)
+
+# The Python package's suite (python/tests) with Debian's interpreter, against this build's shared
+# library. Under SAN=1 the sanitizer build's library is loaded into python3 with the ASan runtime
+# preloaded (it must come first); LeakSanitizer is off there, since the interpreter itself does
+# not free everything at exit. A missing numpy or pytest fails the run, naming the package.
+PYTEST_ENV := TENSORMAP_LIBRARY=$(abspath $(B)/$(SONAME)) PYTHONPATH=python PYTHONDONTWRITEBYTECODE=1
+ifeq ($(SAN),1)
+PYTEST_ENV += LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) \
+              ASAN_OPTIONS=detect_leaks=0:exitcode=86
+endif
+define PYTEST
+$(Q)for m in numpy:python3-numpy pytest:python3-pytest; do \
+    $(PYTHON) -c "import $${m%%:*}" 2>/dev/null || { echo "the Python tests need $${m#*:} for $(PYTHON) (as root: apt-get install $${m#*:})" >&2; exit 1; }; done
+$(PYTEST_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider python/tests $(PYTEST_ARGS)
+endef
+
+test-python: $(SHARED)
+	$(PYTEST)
 
 check-san:
 	$(MAKE) SAN=1 test
@@ -217,11 +242,17 @@ install: all
 	    -e 's|@VERSION@|$(VERSION)|' tensormap.pc.in > $(DESTDIR)$(pkgconfigdir)/tensormap.pc
 	install -m 755 $(B)/tensormap $(DESTDIR)$(bindir)/
 	install -m 644 $(B)/tensormap.1 $(DESTDIR)$(man1dir)/
+	install -d $(DESTDIR)$(pythondir)/tensormap
+	install -m 644 python/tensormap/*.py $(DESTDIR)$(pythondir)/tensormap/
+	echo 'LIBDIR = "$(shell $(PYTHON) -c 'import os, sys; print(os.path.relpath(*sys.argv[1:]))' \
+	    $(libdir) $(pythondir)/tensormap)"  # the library, relative to this package' \
+	    > $(DESTDIR)$(pythondir)/tensormap/_installed.py
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/tensormap.h $(DESTDIR)$(libdir)/libtensormap.a \
 	      $(DESTDIR)$(libdir)/libtensormap.so* $(DESTDIR)$(pkgconfigdir)/tensormap.pc \
 	      $(DESTDIR)$(bindir)/tensormap $(DESTDIR)$(man1dir)/tensormap.1
+	rm -rf $(DESTDIR)$(pythondir)/tensormap
 
 # Build a program against an installed copy through pkg-config; it runs against the staged
 # shared library (LD_LIBRARY_PATH), not one installed on the machine.
@@ -231,6 +262,10 @@ test-install:
 	PKG_CONFIG_PATH=$(abspath $(B)/stage)/usr/lib/pkgconfig \
 	  sh -c '$(CC) -o $(B)/stage/hello tools/matvec.c $$(pkg-config --cflags --libs --static tensormap)'
 	LD_LIBRARY_PATH=$(abspath $(B)/stage)/usr/lib $(B)/stage/hello --help >/dev/null
+	cd / && PYTHONPATH=$(abspath $(B)/stage)/usr/lib/python3/dist-packages PYTHONDONTWRITEBYTECODE=1 \
+	  $(PYTHON) -c 'import tensormap, sys; lib = tensormap._c.path; \
+	    assert lib.startswith("$(abspath $(B)/stage)/usr/lib/"), lib; \
+	    f = tensormap.open("$(abspath $(B)/demo.gguf)"); print("python:", lib, len(f.keys()), "tensors")'
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -2,7 +2,8 @@
 # Install the Debian packages tensormap builds against, when they are missing.
 # Each is there for one job: liblz4-dev (LZ4 frames for `dump --format lz4`), libjansson-dev
 # (JSON in and out, safetensors headers), libcriterion-dev (the test suite), lz4 (the tests
-# decompress dumps with the real lz4 binary).
+# decompress dumps with the real lz4 binary), python3-numpy and python3-pytest (the Python
+# package and its tests, for Debian's /usr/bin/python3: the first python3 on PATH may be another).
 set -e
 missing=""
 have_header() { echo "#include <$1>" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
@@ -10,6 +11,9 @@ have_header lz4frame.h            || missing="$missing liblz4-dev"
 have_header jansson.h             || missing="$missing libjansson-dev"
 have_header criterion/criterion.h || missing="$missing libcriterion-dev"
 command -v lz4 >/dev/null 2>&1    || missing="$missing lz4"
+have_module() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
+have_module numpy                 || missing="$missing python3-numpy"
+have_module pytest                || missing="$missing python3-pytest"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing:$missing" >&2

@@ -1,0 +1,304 @@
+"""tensormap: read GGUF and safetensors model files in place, from Python.
+
+    import tensormap
+    with tensormap.open("model.gguf") as f:
+        w = f.get_tensor("blk.0.attn_q.weight")    # float32, PyTorch shape, decoded in C
+
+A thin ctypes layer over the C library (include/tensormap.h) and numpy: the file is mapped once,
+get_raw() returns a read-only view of a tensor's bytes in the mapping, get_tensor() decodes
+straight into a new numpy array with the library's threaded kernels. See docs/python.md."""
+
+import ctypes
+import weakref
+
+import numpy as np
+
+from . import _lib
+
+__all__ = ["open", "File", "Error", "FileError", "InvalidError", "can_decode", "isa",
+           "__version__"]
+
+_c = _lib.load()
+__version__ = _c.tm_version().decode()
+
+OPEN_NO_MMAP = 1 << 0       # enum tm_open_flags
+OPEN_ALL_SHARDS = 1 << 1
+
+# GGUF value types by the library's own names (tm_vtype_name), as numpy dtypes: the ids are
+# never spelled here.
+_ARRAY_DTYPES = {"u8": "<u1", "i8": "<i1", "u16": "<u2", "i16": "<i2", "u32": "<u4",
+                 "i32": "<i4", "f32": "<f4", "u64": "<u8", "i64": "<i8", "f64": "<f8",
+                 "bool": "<u1"}
+_VTYPE_NAMES = {}
+for _id in range(64):
+    _name = _c.tm_vtype_name(_id)
+    if _name is not None:
+        _VTYPE_NAMES[_id] = _name.decode()
+# Element type names (tm_type_name) -> ids; GGUF ids are below 64, safetensors-only ones from
+# 1024.
+_TYPE_IDS = {}
+for _id in [*range(64), *range(1024, 1088)]:
+    _name = _c.tm_type_name(_id)
+    if _name is not None:
+        _TYPE_IDS[_name.decode()] = _id
+
+
+def can_decode(type_name):
+    """Whether get_tensor() can decode tensors of this type ("q4_K", "BF16", ...)."""
+    return type_name in _TYPE_IDS and _c.tm_type_can_dequant(_TYPE_IDS[type_name])
+
+
+def isa():
+    """The instruction-set path the kernels use: "scalar", "avx2", "avx512" or "neon"."""
+    return _c.tm_isa().decode()
+
+
+class Error(Exception):
+    """An error from tensormap. message is the library's message (it names the entry, its index
+    and the byte offset); code is the status name ("TRUNCATED", "UNSUPPORTED", ...); offset is
+    the byte offset in the file where reading stopped making sense, or None; path is the file."""
+
+    def __str__(self):
+        return self.args[0]
+
+
+class FileError(Error, OSError):
+    """The file could not be opened, read or mapped (codes IO, NOT_FOUND, NOMEM from open)."""
+
+
+class InvalidError(Error, ValueError):
+    """The file's contents, or the arguments of a call, are not something tensormap accepts:
+    a damaged or unsupported file, a type with no decoder, an unknown tensor name, rows out of
+    range, a closed file."""
+
+
+def _error(cls, code, message, offset=None, path=None):
+    e = cls(f"{path}: {message}" if path else message)
+    e.code, e.message, e.offset, e.path = code, message, offset, path
+    return e
+
+
+def _from_c(cls, err, path=None):
+    offset = None if err.offset == _lib.NO_OFFSET else err.offset
+    code = _c.tm_status_name(err.code).decode()
+    return _error(cls, code, err.message.decode("utf-8", "replace"), offset, path)
+
+
+def _text(s):
+    """A tm_str from the file as str; bytes that are not UTF-8 survive as surrogates
+    (s.encode("utf-8", "surrogateescape") gives the file's bytes back)."""
+    return ctypes.string_at(s.ptr, s.len).decode("utf-8", "surrogateescape") if s.len else ""
+
+
+class _Handle:
+    """Owns the tm_file. The File and every array viewing the mapping hold a reference, and
+    tm_close runs when the last of them goes: so close() with live views is deferred, and no
+    array can outlive its mapping."""
+
+    __slots__ = ("ptr", "__weakref__")
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+        # At interpreter exit the mapping goes with the process: arrays may still be in use by
+        # other exit handlers, so no tm_close then.
+        weakref.finalize(self, _c.tm_close, ptr).atexit = False
+
+
+class _MappedBytes:
+    """What a get_raw() array is a view of: numpy keeps it as the array's base, and it keeps the
+    mapping alive."""
+
+    __slots__ = ("__array_interface__", "_handle")
+
+    def __init__(self, handle, address, n_bytes):
+        self._handle = handle
+        self.__array_interface__ = {"version": 3, "shape": (n_bytes,), "typestr": "|u1",
+                                    "data": (address, True)}   # True: read-only
+
+
+def _shape(t):
+    dims = (ctypes.c_uint64 * _lib.MAX_DIMS)()
+    n = _c.tm_tensor_shape(t, dims)
+    return tuple(dims[:n])
+
+
+class File:
+    """An open model file: one GGUF or safetensors file, a checkpoint's index.json, or every
+    shard of a checkpoint. Use as a context manager, or call close()."""
+
+    def __init__(self, path, *, all_shards=False, mmap=True):
+        self.path = path
+        spec = str(path)
+        if spec.startswith("ollama:"):
+            from ._ollama import blob_path
+            spec = blob_path(spec[len("ollama:"):])
+        flags = (0 if mmap else OPEN_NO_MMAP) | (OPEN_ALL_SHARDS if all_shards else 0)
+        ptr = ctypes.c_void_p()
+        err = _lib.Error()
+        status = _c.tm_open(spec.encode("utf-8", "surrogateescape"), flags, ctypes.byref(ptr),
+                            ctypes.byref(err))
+        if status != 0:
+            cls = FileError if _c.tm_status_name(status) in (b"IO", b"NOT_FOUND", b"NOMEM") \
+                else InvalidError
+            raise _from_c(cls, err, str(path))
+        self._handle = _Handle(ptr.value)
+        self._names = None
+
+    # ---- lifetime ----------------------------------------------------------------------------
+
+    def close(self):
+        """Close the file. The mapping is released now if no array views it, otherwise when the
+        last such array is gone (arrays from get_raw() stay readable). Calling it again does
+        nothing; any other call on a closed File raises InvalidError."""
+        self._handle = None
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<tensormap.File {self.path!r}{' closed' if self.closed else ''}>"
+
+    def _live(self):
+        h = self._handle
+        if h is None:
+            raise _error(InvalidError, "INVALID_ARG", "the file is closed", path=str(self.path))
+        return h
+
+    def _tensor(self, name):
+        """(handle, tm_tensor pointer); the caller keeps the handle for as long as it uses the
+        tensor, so a close() from another thread cannot unmap it underneath."""
+        h = self._live()
+        key = name.encode("utf-8", "surrogateescape")
+        t = _c.tm_tensor_findn(h.ptr, key, len(key))
+        if not t:
+            raise _error(InvalidError, "NOT_FOUND", f"no tensor named {name!r}",
+                         path=str(self.path))
+        return h, t
+
+    # ---- the index ---------------------------------------------------------------------------
+
+    def keys(self):
+        """Tensor names in file order (GGUF: info order; safetensors: data order)."""
+        h = self._live()
+        if self._names is None:
+            self._names = [_text(_c.tm_tensor_at(h.ptr, i).contents.name)
+                           for i in range(_c.tm_n_tensors(h.ptr))]
+        return list(self._names)
+
+    def __contains__(self, name):
+        key = name.encode("utf-8", "surrogateescape")
+        return bool(_c.tm_tensor_findn(self._live().ptr, key, len(key)))
+
+    def __len__(self):
+        return _c.tm_n_tensors(self._live().ptr)
+
+    def info(self, name):
+        """{"type": "q4_K", "shape": PyTorch order (slowest first), "offset": from the data
+        section's start as the file says, "file_offset": from the start of the tensor's file,
+        "nbytes", "shard": index into shards()}."""
+        h, t = self._tensor(name)
+        tc = t.contents
+        type_name = _c.tm_type_name(tc.type)
+        return {"type": type_name.decode() if type_name else f"type {tc.type}",
+                "shape": _shape(t), "offset": tc.offset,
+                "file_offset": _c.tm_shard_layout(h.ptr, tc.shard).contents.data_start + tc.offset,
+                "nbytes": tc.n_bytes, "shard": tc.shard}
+
+    def shards(self):
+        """The paths of the files behind this index (one unless a sharded checkpoint)."""
+        h = self._live()
+        n = _c.tm_file_layout(h.ptr).contents.n_shards
+        return [_c.tm_shard_path(h.ptr, i).decode("utf-8", "surrogateescape") for i in range(n)]
+
+    def metadata(self):
+        """Every metadata entry in file order, as a dict: integers as int, floats as float, bool,
+        strings as str, arrays as lists of those (numeric arrays become lists, not numpy arrays:
+        they are small, and lists compare and serialise like the scalars do)."""
+        h = self._live()
+        out = {}
+        for i in range(_c.tm_n_kv(h.ptr)):
+            kv = _c.tm_kv_at(h.ptr, i)
+            out[_text(kv.contents.key)] = self._value(kv)
+        return out
+
+    def _value(self, kv):
+        vtype = _VTYPE_NAMES.get(kv.contents.type)
+        if vtype != "arr":
+            v = _lib.Value()
+            status = _c.tm_kv_value(kv, ctypes.byref(v))
+            if status != 0:
+                raise _error(InvalidError, _c.tm_status_name(status).decode(),
+                             f"metadata entry {_text(kv.contents.key)!r} has type {vtype}",
+                             kv.contents.offset, str(self.path))
+            return (_text(v.as_.s) if vtype == "str" else v.as_.b if vtype == "bool"
+                    else v.as_.f if vtype in ("f32", "f64")
+                    else v.as_.i if vtype.startswith("i") else v.as_.u)
+        elem = _VTYPE_NAMES.get(kv.contents.elem_type)
+        if elem == "str":
+            it, s, items = _lib.StrIter(), _lib.Str(), []
+            _c.tm_kv_strings(kv, ctypes.byref(it))
+            while _c.tm_str_next(ctypes.byref(it), ctypes.byref(s)):
+                items.append(_text(s))
+            return items
+        if elem not in _ARRAY_DTYPES:
+            raise _error(InvalidError, "UNSUPPORTED",
+                         f"metadata entry {_text(kv.contents.key)!r}: arrays of {elem}",
+                         kv.contents.offset, str(self.path))
+        raw = ctypes.string_at(kv.contents.data, kv.contents.data_bytes) \
+            if kv.contents.data_bytes else b""
+        values = np.frombuffer(raw, dtype=_ARRAY_DTYPES[elem])
+        return (values != 0).tolist() if elem == "bool" else values.tolist()
+
+    # ---- tensor data -------------------------------------------------------------------------
+
+    def get_raw(self, name):
+        """The tensor's bytes as a read-only numpy uint8 array viewing the mapping: no copy,
+        constant time. The array keeps the mapping alive (even past close())."""
+        h, t = self._tensor(name)
+        n = t.contents.n_bytes
+        if n == 0:
+            empty = np.empty(0, np.uint8)
+            empty.flags.writeable = False
+            return empty
+        return np.asarray(_MappedBytes(h, t.contents.data, n))
+
+    def get_tensor(self, name):
+        """The whole tensor decoded to float32, in PyTorch shape, by the library's threaded
+        kernels (tm_dequant_tensor on every online CPU) straight into the returned array."""
+        h, t = self._tensor(name)
+        out = np.empty(_shape(t), np.float32)
+        if out.size:
+            err = _lib.Error()
+            if _c.tm_dequant_tensor(t, out.ctypes.data, 0, ctypes.byref(err)) != 0:
+                raise _from_c(InvalidError, err, str(self.path))
+        return out
+
+    def get_rows(self, name, r0, r1):
+        """Rows [r0, r1) as a float32 array of shape (r1 - r0, row length), where a row is the
+        last PyTorch dimension (ne[0] in GGUF's terms) and rows run over all the others."""
+        h, t = self._tensor(name)
+        rows = _c.tm_tensor_rows(t)
+        if not (0 <= r0 <= r1 <= rows):
+            raise _error(InvalidError, "INVALID_ARG",
+                         f"tensor {name!r}: rows [{r0}, {r1}) are not within its {rows} rows",
+                         path=str(self.path))
+        out = np.empty((r1 - r0, t.contents.ne[0]), np.float32)
+        if out.size:
+            err = _lib.Error()
+            if _c.tm_dequant_rows(t, r0, r1, out.ctypes.data, ctypes.byref(err)) != 0:
+                raise _from_c(InvalidError, err, str(self.path))
+        return out
+
+
+def open(path, *, all_shards=False, mmap=True):   # noqa: A001 (the safetensors package's name)
+    """Open a GGUF file, a safetensors file, a model.safetensors.index.json (every shard), or
+    "ollama:NAME[:TAG]" (the GGUF blob of an Ollama model). all_shards: a safetensors shard
+    opens its whole checkpoint. mmap=False reads the file into memory instead of mapping it."""
+    return File(path, all_shards=all_shards, mmap=mmap)
