@@ -4,6 +4,7 @@
  * helper for every command). */
 #include "cli_util.h"
 
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,7 +60,11 @@ int cli_model_finish(tm_writer *w, tm_status st, tm_error *err, const char *path
     if (p.shown)
         fputs("\r\033[K", stderr);
     if (st != TM_OK) {
-        cli_report(path, err);
+        /* the library's message names the file already when it is about writing it */
+        if (strncmp(err->message, path, strlen(path)) == 0)
+            cli_errorf("%s", err->message);
+        else
+            cli_report(path, err);
         return CLI_FAIL;
     }
     return CLI_OK;

@@ -23,6 +23,7 @@ const cli_command *const cli_commands[] = {
     &cmd_compare,
     &cmd_split,
     &cmd_merge,
+    &cmd_edit,
     NULL,
 };
 
