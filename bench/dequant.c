@@ -16,7 +16,8 @@
  *   Ceiling: the same-policy copy (ordinary stores, as the kernels do) of 256 MiB, bytes read +
  *   written per second; ratio = (input + output bytes) per second / that. Beside it the
  *   "shape" ceiling: a loop that reads this row's input and writes its output with no decoding
- *   (same bytes, same stores), the fastest any decoder could be.
+ *   (same bytes, same stores), the fastest any decoder could be; "shape-NT", the same loop with
+ *   non-temporal stores (what a decoder with such stores could reach).
  * - The headline is the median of single timed calls after warm-up calls; the best call is
  *   printed beside it and is never the figure a target is judged by.
  * - Multi-thread rows (tm_dequant_tensor on every CPU) are divided by a copy ceiling measured on
@@ -256,7 +257,7 @@ static void run_memcpy(void *p)
  * Blocks of in_block bytes are read; each becomes out_block bytes of stores (the block's
  * vectors repeated): with in_block == out_block it is a copy, otherwise it moves exactly the
  * bytes of a decoder of that block shape, with no decoding. 32-byte AVX stores as the AVX2
- * kernels make, four per step; out_block is a multiple of 128 for every type here. */
+ * kernels make, four per step; out_block must be a multiple of 128 and in_bytes of in_block. */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define SHAPE_TARGET __attribute__((target("avx2")))
@@ -331,6 +332,16 @@ static double policy_copy_gbs(uint8_t *dst, const uint8_t *src, size_t n, bool n
 {
     copy_ctx c = { dst, src, n, n, 128, 128, nt };
     return 2.0 * (double)n / measure(run_shape_copy, &c, 1, calls).median / 1e9;
+}
+
+/* A decoder's bytes with no decoding, ordinary and non-temporal stores, (in+out) GB/s. */
+static void shape_ceilings(const uint8_t *in, size_t in_bytes, float *out, size_t out_bytes,
+                           size_t in_block, size_t out_block, double *ordinary, double *nt)
+{
+    copy_ctx c = { (uint8_t *)out, in, in_bytes, out_bytes, in_block, out_block, false };
+    *ordinary = (double)(in_bytes + out_bytes) / measure(run_shape_copy, &c, 1, dram_calls).median / 1e9;
+    c.nontemporal = true;
+    *nt = (double)(in_bytes + out_bytes) / measure(run_shape_copy, &c, 1, dram_calls).median / 1e9;
 }
 
 /* The threaded copy ceiling: threads copy equal parts of the buffer at the same time. */
@@ -420,7 +431,8 @@ static void header(void)
            "L2: %d weights = 256 KiB of f32 output per call; ratio = output GB/s / same-run "
            "memcpy of 256 KiB\n"
            "DRAM: %zu MiB of input per call; ratio = (in+out) GB/s / same-run copy with "
-           "ordinary stores (read+write); shape = same bytes, no decoding\n",
+           "ordinary stores (read+write); shape = same bytes, no decoding;\n"
+           "      shape-NT = the same with non-temporal stores (what NT stores could give)\n",
            tm_version(), date, cpu, sysconf(_SC_NPROCESSORS_ONLN), load[0], load[1], load[2],
            __VERSION__, TM_BENCH_LIB_FLAGS,
            bench_clock == CLOCK_MONOTONIC ? "wall" : "thread-CPU-time", l2_calls, l2_warmup,
@@ -475,8 +487,8 @@ int main(int argc, char **argv)
            policy_copy_gbs(copy_dst, copy_src, copy_n, true, dram_calls),
            2.0 * memcpy_gbs(copy_dst, copy_src, copy_n, 1, dram_calls));
 
-    printf("\n%-6s %-7s %-5s %11s %9s %9s %9s %7s %9s %7s\n", "type", "isa", "size", "weights",
-           "GB/s", "best", "ceiling", "ratio", "shape", "ratio");
+    printf("\n%-6s %-7s %-5s %11s %9s %9s %9s %7s %9s %7s %9s\n", "type", "isa", "size", "weights",
+           "GB/s", "best", "ceiling", "ratio", "shape", "ratio", "shape-NT");
     int failures = 0;
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const tm_type type = types[ti];
@@ -494,18 +506,21 @@ int main(int argc, char **argv)
             tm_set_isa("scalar", NULL);
             run_decode(&dc);
             const uint64_t ref = checksum(out, w);
+            double shape = 0, shape_nt = 0;
             for (size_t ii = 0; ii < N_ISAS; ii++) {
                 if (!tm_isa_available(isas[ii]) || (only_isa && strcmp(only_isa, isas[ii]) != 0))
                     continue;
                 tm_error err;
                 if (tm_set_isa(isas[ii], &err) != TM_OK)
                     die(err.message);
-                double ceiling, shape = 0;
+                double ceiling;
                 if (dram) {
                     ceiling = policy_copy_gbs(copy_dst, copy_src, copy_n, false, dram_calls);
-                    copy_ctx sc = { (uint8_t *)out, in, in_bytes, out_bytes, bb, be * 4, false };
-                    shape = (double)(in_bytes + out_bytes) /
-                            measure(run_shape_copy, &sc, 1, dram_calls).median / 1e9;
+                    if (shape == 0) { /* once per type: it does not depend on the path */
+                        /* whole blocks of at least 128 bytes of output (f32, f16, bf16: 32) */
+                        const size_t k = be * 4 >= 128 ? 1 : 128 / (be * 4);
+                        shape_ceilings(in, in_bytes, out, out_bytes, k * bb, k * be * 4, &shape, &shape_nt);
+                    }
                 } else {
                     ceiling = memcpy_gbs(copy_dst, copy_src, out_bytes, l2_warmup, l2_calls);
                 }
@@ -519,7 +534,7 @@ int main(int argc, char **argv)
                 printf("%-6s %-7s %-5s %11zu %9.1f %9.1f %9.1f %7.2f", tm_type_name(type),
                        isas[ii], dram ? "DRAM" : "L2", w, gbs, best, ceiling, gbs / ceiling);
                 if (dram)
-                    printf(" %9.1f %7.2f", shape, gbs / shape);
+                    printf(" %9.1f %7.2f %9.1f", shape, gbs / shape, shape_nt);
                 printf("%s\n", ok ? "" : "  WRONG OUTPUT (checksum differs from scalar)");
                 fflush(stdout);
             }

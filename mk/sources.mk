@@ -16,3 +16,8 @@ AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
 $(OBJ_DIR)/src/x86/dequant_avx2.o:   ISA_FLAGS := $(AVX2_FLAGS)
 $(OBJ_DIR)/src/x86/dequant_avx512.o: ISA_FLAGS := $(AVX512_FLAGS)
+
+# The scalar kernels are what every CPU without AVX2 (or NEON) runs: -O3 lets the compiler
+# vectorize their plain loops with the baseline SIMD (SSE2 on x86-64), still bit-exact
+# (-ffp-contract=off, no fast-math: each float operation is rounded as written).
+$(OBJ_DIR)/src/dequant_scalar.o: ISA_FLAGS := -O3

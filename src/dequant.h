@@ -56,6 +56,18 @@ static inline void tm__k4_scale_min(const uint8_t *s, int g, unsigned *sc, unsig
     }
 }
 
+/* The same eight scales and eight mins, all at once with ggml's word arithmetic: bytes 0..7 of
+ * w (little-endian) are the scales of groups 0..7, bytes 8..15 their mins. */
+static inline void tm__k4_scale_min_words(const uint8_t *s12, uint32_t w[4])
+{
+    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    const uint32_t a0 = tm__rd32(s12), a1 = tm__rd32(s12 + 4), a2 = tm__rd32(s12 + 8);
+    w[0] = a0 & m6;
+    w[1] = (a2 & m4) | ((a0 >> 6) & m2) << 4;
+    w[2] = a1 & m6;
+    w[3] = ((a2 >> 4) & m4) | ((a1 >> 6) & m2) << 4;
+}
+
 /* The sixteen 6-bit scales of q3_K (0..63, before ggml's "- 32"): low 4 bits in bytes 0..7,
  * high 2 bits in bytes 8..11, unpacked as ggml does with three little-endian words. Byte k of
  * the four result words (little-endian) is scale k. */

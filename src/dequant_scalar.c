@@ -29,18 +29,20 @@ static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
 /* IEEE half -> float, exact for every pattern. A NaN keeps its payload (shifted into the top of
  * the float mantissa) and comes out quiet, as F16C's vcvtph2ps and ggml's scalar conversion
- * (whose multiply quiets a signalling NaN) both do. */
+ * (whose multiply quiets a signalling NaN) both do. All three cases are computed and one is
+ * selected, without branches, so the compiler can vectorize a loop of them. */
 static float half_to_float(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f)
-        return f32_from_bits(sign | 0x7f800000u | man << 13 | (man ? 0x400000u : 0));
-    if (exp != 0)
-        return f32_from_bits(sign | (exp + 112) << 23 | man << 13);
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1fu;
+    const uint32_t man = h & 0x3ffu;
+    const uint32_t special = 0x7f800000u | man << 13 | (man ? 0x400000u : 0); /* inf, NaN */
+    const uint32_t normal = (exp + 112) << 23 | man << 13;
     /* zero or subnormal: man * 2^-24, exact in float32 (man < 2^10, result normal) */
-    return f32_from_bits(sign | f32_bits((float)man * 0x1p-24f));
+    const uint32_t small = f32_bits((float)man * 0x1p-24f);
+    const uint32_t is_special = 0u - (uint32_t)(exp == 0x1f), is_small = 0u - (uint32_t)(exp == 0);
+    return f32_from_bits(sign | (special & is_special) | (small & is_small) |
+                         (normal & ~(is_special | is_small)));
 }
 
 static float rdh(const uint8_t *p) { return half_to_float(rd16(p)); }

@@ -41,6 +41,14 @@ static const struct st_dtype {
     {"BOOL", TM_TYPE_BOOL, 1},       {"F8_E4M3", TM_TYPE_F8_E4M3, 1}, {"F8_E5M2", TM_TYPE_F8_E5M2, 1},
 };
 
+const char *tm__st_dtype_name(tm_type type)
+{
+    for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
+        if (st_dtypes[i].type == type)
+            return st_dtypes[i].name;
+    return NULL;
+}
+
 /* What f->owned holds for a safetensors file: the parsed JSON trees (names and strings point
  * into them) and the index's numeric metadata values. */
 typedef struct st_owned {
@@ -147,8 +155,9 @@ static tm_status entry_fail(tm_error *err, tm_status code, const st_ctx *c, size
     va_end(ap);
     tm__quote(quoted, sizeof quoted, name, len);
     uint64_t off = entry_offset(c, name, len);
+    /* entries counted from 0, as the GGUF walk counts them */
     return tm__fail(err, code, off, "%sheader entry %zu of %zu (%s) at byte %llu: %s", c->what,
-                    index + 1, count, quoted, (unsigned long long)off, why);
+                    index, count, quoted, (unsigned long long)off, why);
 }
 
 /* A header entry on its way to a tm_tensor. */

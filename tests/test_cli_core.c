@@ -132,7 +132,7 @@ Test(cli_core, info_names_the_dimensions_and_where_the_header_stops)
     expect_row(r.out, "trained context", "8192");
     expect_row(r.out, "vocabulary", "5 tokens");
     expect_row(r.out, "merges", "3");
-    cr_assert(strstr(r.out, "one head is 64 wide: 512 / 8"), "%s", r.out);
+    expect_row(r.out, "head width", "64 (embedding width / attention heads)");
     expect_row(r.out, "alignment", "32, not declared: the format's default");
     expect_row(r.out, "last tensor info ends at", num(infos_end));
     expect_row(r.out, "padding", num(round32(infos_end) - infos_end));
@@ -165,7 +165,8 @@ Test(cli_core, info_json_holds_exact_numbers)
     cr_assert(json_is_false(json_object_get(j, "alignment_declared")));
     cr_assert_eq(json_u64(j, "infos_end"), infos_end);
     cr_assert_eq(json_u64(j, "data_start"), round32(infos_end));
-    cr_assert_eq(json_u64(j, "tensors_end"), 150176 + 2048);
+    /* absolute, like every offset: the data start plus where the last tensor ends in the data */
+    cr_assert_eq(json_u64(j, "tensors_end"), round32(infos_end) + 150176 + 2048);
     cr_assert_eq(json_u64(j, "file_size"), size_of(path));
     json_decref(j);
 }
@@ -240,7 +241,9 @@ Test(cli_core, meta_json_is_exact_and_lossless)
     cr_assert_str_eq(json_string_value(json_object_get(e, "type")), "str");
     cr_assert_str_eq(json_string_value(json_object_get(e, "value")), LONG_NAME, "JSON is whole");
     e = entry(a, 8, "qwen2.attention.layer_norm_rms_epsilon");
-    cr_assert_eq(json_real_value(json_object_get(e, "value")), (double)0.1f);
+    /* the f32 0.1f, as the shortest decimal that reads back as it: 0.1, not 0.10000000149 */
+    cr_assert_eq((float)json_real_value(json_object_get(e, "value")), 0.1f);
+    cr_assert_eq(json_real_value(json_object_get(e, "value")), 0.1);
     e = entry(a, 9, "test.u64_max");
     cr_assert_str_eq(json_string_value(json_object_get(e, "value")), "18446744073709551615",
                      "a u64 past 2^63-1 is an exact decimal string");
@@ -249,21 +252,17 @@ Test(cli_core, meta_json_is_exact_and_lossless)
                      "626164ff0a", "invalid UTF-8 kept byte for byte as hex");
     e = entry(a, 11, "tokenizer.ggml.tokens");
     cr_assert_str_eq(json_string_value(json_object_get(e, "type")), "arr");
-    const json_t *v = json_object_get(e, "value");
-    cr_assert_str_eq(json_string_value(json_object_get(v, "type")), "array");
-    cr_assert_str_eq(json_string_value(json_object_get(v, "element_type")), "str");
-    cr_assert_eq(json_u64(v, "count"), 5);
-    cr_assert_null(json_object_get(v, "elements"), "elements only under --full");
+    cr_assert_str_eq(json_string_value(json_object_get(e, "element_type")), "str");
+    cr_assert_eq(json_u64(e, "count"), 5);
+    cr_assert_null(json_object_get(e, "values"), "values only under --full");
     json_decref(a);
 
     a = tool_json(0, "meta", "--json", "--full", path, NULL);
-    const json_t *el = json_object_get(json_object_get(entry(a, 11, "tokenizer.ggml.tokens"),
-                                                       "value"), "elements");
+    const json_t *el = json_object_get(entry(a, 11, "tokenizer.ggml.tokens"), "values");
     cr_assert_eq(json_array_size(el), 5);
     for (size_t i = 0; i < 5; i++)
         cr_assert_str_eq(json_string_value(json_array_get(el, i)), TOKENS[i]);
-    el = json_object_get(json_object_get(entry(a, 12, "tokenizer.ggml.token_type"), "value"),
-                         "elements");
+    el = json_object_get(entry(a, 12, "tokenizer.ggml.token_type"), "values");
     cr_assert_eq(json_array_size(el), 5);
     cr_assert_eq(json_integer_value(json_array_get(el, 3)), 3);
     json_decref(a);
@@ -305,7 +304,7 @@ Test(cli_core, tensors_lists_shapes_offsets_and_sizes)
         cr_assert_eq(json_integer_value(json_array_get(ne, 0)), (json_int_t)want[i].ne0);
         if (want[i].ne1)
             cr_assert_eq(json_integer_value(json_array_get(ne, 1)), (json_int_t)want[i].ne1);
-        cr_assert_eq(json_u64(t, "offset"), want[i].offset);
+        cr_assert_eq(json_u64(t, "data_offset"), want[i].offset);
         cr_assert_eq(json_u64(t, "n_bytes"), want[i].n_bytes);
     }
     json_decref(a);
@@ -405,7 +404,7 @@ Test(cli_core, standard_input_works)
     cr_assert_eq(status, 0, "%s", out);
     json_t *a = json_loads(out, 0, NULL);
     cr_assert_eq(json_array_size(a), 3, "%s", out);
-    cr_assert_eq(json_u64(json_array_get(a, 2), "offset"), 150176);
+    cr_assert_eq(json_u64(json_array_get(a, 2), "data_offset"), 150176);
     json_decref(a);
     free(out);
 }
@@ -452,9 +451,8 @@ static void golden_against_view(const char *name)
             cr_assert_str_eq(json_string_value(json_object_get(e, "key")), f[1]);
             cr_assert_str_eq(json_string_value(json_object_get(e, "type")), f[2], "%s", f[1]);
             if (strcmp(f[2], "arr") == 0) {
-                const json_t *v = json_object_get(e, "value");
-                cr_assert_str_eq(json_string_value(json_object_get(v, "element_type")), f[3]);
-                cr_assert_eq(json_u64(v, "count"), strtoull(f[4], NULL, 10), "%s", f[1]);
+                cr_assert_str_eq(json_string_value(json_object_get(e, "element_type")), f[3]);
+                cr_assert_eq(json_u64(e, "count"), strtoull(f[4], NULL, 10), "%s", f[1]);
             }
         } else if (strcmp(f[0], "tensor") == 0) {
             /* tensor NAME TYPE NE0 NE1 NE2 NE3 OFFSET SIZE */
@@ -470,7 +468,7 @@ static void golden_against_view(const char *name)
                                    ? (uint64_t)json_integer_value(json_array_get(ne, d)) : 1;
                 cr_assert_eq(got, want, "%s ne[%zu]", f[1], d);
             }
-            cr_assert_eq(json_u64(t, "offset"), strtoull(f[7], NULL, 10), "%s", f[1]);
+            cr_assert_eq(json_u64(t, "data_offset"), strtoull(f[7], NULL, 10), "%s", f[1]);
             cr_assert_eq(json_u64(t, "n_bytes"), strtoull(f[8], NULL, 10), "%s", f[1]);
         }
     }
@@ -509,10 +507,13 @@ Test(cli_core, safetensors_info_and_tensors)
     expect_row(r.out, "tensors", "1");
     expect_row(r.out, "metadata entries", "1 (in __metadata__)");
     expect_row(r.out, "tensor data starts at", num(8 + hlen));
+    expect_row(r.out, "parameters", "6 (6)"); /* the 2 x 3 tensor */
+    expect_row(r.out, "bits per weight", "32.00 over all 24 bytes of tensors");
     tool_result_free(&r);
 
     json_t *j = tool_json(0, "info", "--json", path, NULL);
     cr_assert_str_eq(json_string_value(json_object_get(j, "format")), "safetensors");
+    cr_assert_eq(json_u64(j, "parameters"), 6);
     cr_assert_eq(json_u64(j, "header_bytes"), hlen);
     cr_assert_eq(json_u64(j, "data_start"), 8 + hlen);
     json_decref(j);

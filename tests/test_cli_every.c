@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-TestSuite(cli_every, .fini = test_cleanup, .timeout = 600);
+TestSuite(cli_every, .fini = test_cleanup);
 
 enum { MAX_OPTS = 32, MAX_ARGS = 24, MAX_USAGES = 4, MAX_VALUES = 6 };
 

@@ -106,11 +106,11 @@ Test(cli_header, a_multi_gigabyte_sparse_file_from_a_header)
         " \"kv\": [{\"key\": \"general.architecture\", \"type\": \"str\", \"value\": \"big\"},\n"
         "        {\"key\": \"big.block_count\", \"type\": \"u32\", \"value\": 2}],\n"
         " \"tensors\": [\n"
-        "  {\"name\": \"blk.0.ffn.weight\", \"type_id\": 1, \"ne\": [65536, 16384], \"offset\": "
+        "  {\"name\": \"blk.0.ffn.weight\", \"type_id\": 1, \"ne\": [65536, 16384], \"data_offset\": "
         "0},\n"
-        "  {\"name\": \"blk.1.ffn.weight\", \"type_id\": 1, \"ne\": [65536, 16384], \"offset\": "
+        "  {\"name\": \"blk.1.ffn.weight\", \"type_id\": 1, \"ne\": [65536, 16384], \"data_offset\": "
         "2147483648},\n"
-        "  {\"name\": \"norm.weight\", \"type_id\": 0, \"ne\": [1024], \"offset\": "
+        "  {\"name\": \"norm.weight\", \"type_id\": 0, \"ne\": [1024], \"data_offset\": "
         "4294967296}]}\n");
     const char *big = test_path("big.gguf");
     tool_result r = tool_run("write", "--from-header", json, big, NULL);

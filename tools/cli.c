@@ -72,6 +72,16 @@ static uint64_t utf8_seq(const char *p, uint64_t n)
     return len && len <= n && cli_utf8_valid(p, len) ? len : 0;
 }
 
+void cli_float_text(double v, bool is_f32, char *buf, size_t size)
+{
+    for (int prec = 1; prec <= 17; prec++) { /* NaN never reads back equal: stays "nan" */
+        snprintf(buf, size, "%.*g", prec, v);
+        double back = strtod(buf, NULL);
+        if (is_f32 ? (float)back == (float)v : back == v)
+            break;
+    }
+}
+
 void cli_scalar_text(const tm_value *v, char *buf, size_t size)
 {
     buf[0] = '\0';
@@ -90,12 +100,7 @@ void cli_scalar_text(const tm_value *v, char *buf, size_t size)
         break;
     case TM_V_F32:
     case TM_V_F64:
-        for (int prec = 1; prec <= 17; prec++) { /* NaN never reads back equal: stays "nan" */
-            snprintf(buf, size, "%.*g", prec, v->as.f);
-            double back = strtod(buf, NULL);
-            if (v->type == TM_V_F32 ? (float)back == (float)v->as.f : back == v->as.f)
-                break;
-        }
+        cli_float_text(v->as.f, v->type == TM_V_F32, buf, size);
         break;
     case TM_V_BOOL:
         snprintf(buf, size, "%s", v->as.b ? "true" : "false");

@@ -6,6 +6,9 @@
 
 #include <stdio.h>
 
+/* "s" after a count that is not 1: "%" PRIu64 " tensor%s", n, CLI_S(n) */
+#define CLI_S(n) ((n) == 1 ? "" : "s")
+
 /* Exit codes: 0 success, 1 a bad or inconsistent file (or a failed operation), 2 bad usage. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -46,6 +49,9 @@ void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes);
 /* A number or bool value in words: integers exactly, floats in the fewest digits that read back
  * as the same f32 or f64. Strings and arrays give "". */
 void cli_scalar_text(const tm_value *v, char *buf, size_t size);
+/* A float in the fewest significant digits that read back as the same value: as an f32 when
+ * is_f32 (1e-06 stays 1e-06), else as a double. "nan", "inf", "-inf" when not finite. */
+void cli_float_text(double v, bool is_f32, char *buf, size_t size);
 
 /* Arguments of a command that takes boolean flags and one FILE: `NAME [--flag ...] FILE`.
  * flags ends with {NULL, NULL}; names without the dashes. --help prints cmd->help. Returns -1
@@ -100,7 +106,7 @@ const cli_command *cli_find_command(const char *name);
 extern const cli_command cmd_info, cmd_meta, cmd_tensors;
 extern const cli_command cmd_stack, cmd_layer, cmd_check, cmd_bytes, cmd_stats, cmd_dump,
     cmd_tokens, cmd_header, cmd_write, cmd_sketch;
-extern const cli_command cmd_compare;
+extern const cli_command cmd_compare, cmd_export;
 extern const cli_command cmd_split, cmd_merge, cmd_edit;
 
 #endif

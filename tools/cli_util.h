@@ -11,11 +11,13 @@
 
 /* ---- cli_json.c ---------------------------------------------------------------------------- */
 
-/* An unsigned number, exact: a JSON integer up to INT64_MAX, above that a decimal string
- * (jansson's integers are signed 64-bit, and a rounded number would not be the file's). */
+/* An integer, exact: a JSON number when |v| <= 2^53 (what a double holds exactly), else a
+ * decimal string; the same rule for every integer the tool writes (docs/json.md). */
 json_t *cli_json_u64(uint64_t v);
+json_t *cli_json_i64(int64_t v);
 /* Read back what cli_json_u64 wrote (an integer >= 0 or a decimal string). */
 bool cli_json_get_u64(const json_t *j, uint64_t *out);
+bool cli_json_get_i64(const json_t *j, int64_t *out);
 /* A string from the file: a JSON string when it is valid UTF-8, else {"hex": "..."} so that
  * every byte survives. */
 json_t *cli_json_str(tm_str s);
@@ -26,10 +28,22 @@ json_t *cli_json_ne(const tm_tensor *t);
 /* A metadata value: scalar, string, or (for arrays) the list of elements. NULL on a type this
  * tool cannot show (nested arrays) or out of memory. */
 json_t *cli_json_kv_value(const tm_kv *kv);
-/* A float value exactly: a JSON real (17 significant digits round-trip a double, and an f32
- * widened to double), or for infinities and NaN a string "inf", "-inf", "nan:0xBITS". */
+/* A metadata entry, the one shape every command uses: {"key", "type", "value"} for a scalar or
+ * string; {"key", "type": "arr", "element_type", "count", "bytes"} for an array, plus "values"
+ * (every element) when values is true. NULL when out of memory or for nested arrays. */
+json_t *cli_json_kv(const tm_kv *kv, bool values);
+/* A tensor info, the one shape every command uses: {"name", "type", "type_id", "ne",
+ * "data_offset" (from the start of its data section, as the file stores it), "file_offset"
+ * (absolute), "n_bytes"}, plus "shard" in a sharded checkpoint and "shape" (the file's order)
+ * for safetensors. */
+json_t *cli_json_tensor(const tm_file *f, const tm_tensor *t);
+/* A float exactly and shortest: a JSON number in the fewest digits that read back as the same
+ * f32 (is_f32) or double; infinities "inf", "-inf"; NaN "nan:0xBITS" (its bits, which NaNs
+ * differ in). */
 json_t *cli_json_float(double v, bool is_f32, uint64_t bits);
-/* Print to stdout, indented, and release. CLI_FAIL (with a message) when root is NULL. */
+json_t *cli_json_f32(float v);
+json_t *cli_json_f64(double v);
+/* Print to stdout, indented, every real in its shortest form, and release. CLI_FAIL (with a message) when root is NULL. */
 int cli_json_emit(json_t *root);
 
 /* ---- cli_tensor.c -------------------------------------------------------------------------- */
@@ -93,6 +107,42 @@ int cli_decode_chunks(const tm_tensor *t, uint64_t first, uint64_t n, float *buf
 /* A chunk size in elements for t: about 1 Mi floats, a whole number of blocks. */
 size_t cli_chunk_elems(const tm_tensor *t);
 
+/* ---- cli_model.c --------------------------------------------------------------------------- */
+
+/* Parameters and bytes, in all and per tensor type (in the order first met). */
+enum { CLI_MAX_TYPES = 64 };
+typedef struct cli_weights {
+    uint64_t params, bytes;
+    struct {
+        tm_type type;
+        uint64_t tensors, weights, bytes;
+    } types[CLI_MAX_TYPES];
+    size_t n_types;
+} cli_weights;
+void cli_count_weights(const tm_file *f, cli_weights *w);
+/* 7615616512 as "7,615,616,512", and in words as "7.62 B" (K, M, B, T: thousands). */
+void cli_grouped(uint64_t n, char *buf, size_t size);
+void cli_count_words(uint64_t n, char *buf, size_t size);
+/* A byte count in binary units, three significant digits: "1.75 GiB", "16 MiB". */
+void cli_bytes_words(uint64_t n, char *buf, size_t size);
+
+/* The KV cache at a context, from block_count, attention.head_count_kv (or head_count) and
+ * attention.key_length/value_length (or embedding_length / head_count), with the sliding-window
+ * layers of gemma2 and gemma3 holding at most the window. */
+typedef struct cli_kv_cache_t {
+    bool known;     /* false: why says what is missing (an architecture not known here, ...) */
+    char why[200];
+    uint64_t context, bytes, layers;
+    tm_type type;   /* of K and V */
+    uint64_t kv_heads, key_length, value_length; /* layer 0's */
+    bool uneven;    /* layers differ in heads or widths */
+    uint32_t swa_pattern;
+    uint64_t window, swa_layers;
+} cli_kv_cache_t;
+bool cli_kv_cache(const tm_file *f, uint64_t context, tm_type type, cli_kv_cache_t *c);
+/* "llama, mistral, ...": the architectures cli_kv_cache knows. */
+const char *cli_kv_known_archs(void);
+
 /* ---- cli_ollama.c -------------------------------------------------------------------------- */
 
 /* The blob path of ollama:NAME[:TAG] (spec without the "ollama:" prefix); malloc'ed. On
@@ -109,5 +159,20 @@ int cli_model_finish(tm_writer *w, tm_status st, tm_error *err, const char *path
 /* tools/cmd_split.c: a split set's own keys (split.*, and the older general.split*), which are
  * never the model's metadata. */
 bool cli_split_key(tm_str key);
+
+/* ---- cli_hfnames.c: Hugging Face names <-> llama.cpp's (llama, qwen2) ----------------------- */
+
+/* Whether a tensor's rows were permuted by llama.cpp's converter: by n_head for the query
+ * projection, by n_head_kv for the key projection (llama only). */
+enum { CLI_PERM_NONE, CLI_PERM_Q, CLI_PERM_K };
+/* The other side's name of a tensor into out (NUL-terminated); false when the map has none.
+ * *perm tells whether it is a query or key projection (weight or bias). */
+bool cli_hf_to_gguf(tm_str name, char *out, size_t cap, int *perm);
+bool cli_gguf_to_hf(tm_str name, char *out, size_t cap, int *perm);
+/* Within heads of hd rows, the source (Hugging Face) row of permuted row g. */
+uint64_t cli_permuted_source_unit(uint64_t g, uint64_t hd);
+/* llama's attention.head_count and head_count_kv (which defaults to head_count); prints why
+ * and returns false when head_count is missing. */
+bool cli_llama_head_counts(const tm_file *gguf, uint64_t *n_head, uint64_t *n_head_kv);
 
 #endif

@@ -174,8 +174,8 @@ static void gguf_fields(out *o, const tm_file *f, bool all)
     }
     field(o, l->infos_end, l->padding, 0, "padding up to the %s alignment of %" PRIu32,
           l->alignment_declared ? "declared" : "default", l->alignment);
-    field(o, l->data_start, l->data_size, 0, "tensor data: %" PRIu64 " tensors, %" PRIu64 " bytes",
-          l->n_tensors, l->data_size);
+    field(o, l->data_start, l->data_size, 0, "tensor data: %" PRIu64 " tensor%s, %" PRIu64 " byte%s",
+          l->n_tensors, CLI_S(l->n_tensors), l->data_size, CLI_S(l->data_size));
 }
 
 /* A sharded checkpoint shows its first file: tm_file_bytes maps shard 0 and no other. */
@@ -184,9 +184,10 @@ static void safetensors_fields(out *o, const tm_file *f)
     const tm_layout *l = tm_shard_layout(f, 0);
     field(o, 0, 8, 0, "header length, a u64: %" PRIu64, l->kv_end - l->head_end);
     field(o, 8, l->kv_end - 8, 0,
-          "the JSON header: %" PRIu64 " tensors, %" PRIu64 " metadata entries", l->n_tensors,
-          l->n_kv);
-    field(o, l->data_start, l->data_size, 0, "tensor data: %" PRIu64 " bytes", l->data_size);
+          "the JSON header: %" PRIu64 " tensor%s, %" PRIu64 " metadata entr%s", l->n_tensors,
+          CLI_S(l->n_tensors), l->n_kv, l->n_kv == 1 ? "y" : "ies");
+    field(o, l->data_start, l->data_size, 0, "tensor data: %" PRIu64 " byte%s", l->data_size,
+          CLI_S(l->data_size));
 }
 
 static int run(int argc, char **argv)

@@ -220,8 +220,10 @@ static void print_text(const char *arg, const tm_file *f, const account *a)
     else
         printf("  %-34s -%" PRIu64 "\n\n", "left over", sum - l->file_size);
 
-    printf("%" PRIu64 " tensors start where the one before them ended%s, and %" PRIu64 " do not\n",
-           a->contiguous, gguf ? " (rounded up to the alignment)" : "", n - a->contiguous);
+    printf("%" PRIu64 " tensor%s start%s where the one before ended%s, and %" PRIu64 " do%s not\n",
+           a->contiguous, CLI_S(a->contiguous), a->contiguous == 1 ? "s" : "",
+           gguf ? " (rounded up to the alignment)" : "", n - a->contiguous,
+           n - a->contiguous == 1 ? "es" : "");
     for (size_t i = 0; i < a->n_findings; i++) {
         const finding *fd = &a->findings[i];
         char p[256], q[256];

@@ -230,8 +230,8 @@ static int dump_all(const tm_file *f, format fmt, const char *dir)
         done++;
     }
     /* as stats does: a type without a decoder is said, not a failure of the rest */
-    fprintf(stderr, "%s: %" PRIu64 " tensors dumped, %" PRIu64 " skipped (no decoder)\n", dir, done,
-            skipped);
+    fprintf(stderr, "%s: %" PRIu64 " tensor%s dumped, %" PRIu64 " skipped (no decoder)\n", dir, done,
+            CLI_S(done), skipped);
     return CLI_OK;
 }
 

@@ -22,52 +22,17 @@ static const char help[] =
     "  --arrays  keep every array element (needed for a byte-identical header)\n"
     "  --json    accepted for symmetry: the output is always JSON\n";
 
-static json_t *kv_json(const tm_kv *kv, bool arrays)
-{
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    json_object_set_new(o, "key", cli_json_str(kv->key));
-    json_object_set_new(o, "type", json_string(tm_vtype_name(kv->type)));
-    if (kv->type != TM_V_ARRAY) {
-        json_object_set_new(o, "value", cli_json_kv_value(kv));
-        return o;
-    }
-    const char *et = tm_vtype_name(kv->elem_type);
-    json_object_set_new(o, "elem_type", et ? json_string(et) : json_integer(kv->elem_type));
-    json_object_set_new(o, "count", cli_json_u64(kv->count));
-    json_object_set_new(o, "bytes", cli_json_u64(kv->data_bytes));
-    if (arrays) {
-        json_t *v = cli_json_kv_value(kv);
-        if (!v) { /* nested arrays, which ggml never writes: say so rather than drop them */
-            json_decref(o);
-            return NULL;
-        }
-        json_object_set_new(o, "values", v);
-    }
-    return o;
-}
-
-static json_t *tensor_json(const tm_tensor *t)
-{
-    const char *tn = tm_type_name(t->type);
-    json_t *o = json_pack("{s:o, s:s, s:I, s:o, s:o, s:o}", "name", cli_json_str(t->name), "type",
-                          tn ? tn : "unknown", "type_id", (json_int_t)t->type, "ne", cli_json_ne(t),
-                          "offset", cli_json_u64(t->offset), "n_bytes", cli_json_u64(t->n_bytes));
-    return o;
-}
-
 static json_t *header_json(const tm_file *f, bool arrays, const char *arg)
 {
     const tm_layout *l = tm_file_layout(f);
     json_t *kvs = json_array(), *tensors = json_array();
     for (uint64_t i = 0; kvs && i < tm_n_kv(f); i++) {
-        json_t *kv = kv_json(tm_kv_at(f, i), arrays);
+        json_t *kv = cli_json_kv(tm_kv_at(f, i), arrays);
         if (!kv) {
-            tm_str k = tm_kv_at(f, i)->key;
-            cli_errorf("%s: metadata entry %" PRIu64 " ('%.*s') cannot be written as JSON "
+            char key[256];
+            cli_errorf("%s: metadata entry %" PRIu64 " ('%s') cannot be written as JSON "
                        "(an array of arrays?)",
-                       arg, i, (int)(k.len > 200 ? 200 : k.len), k.ptr);
+                       arg, i, cli_name(tm_kv_at(f, i)->key, 200, key, sizeof key));
             json_decref(kvs);
             json_decref(tensors);
             return NULL;
@@ -75,7 +40,7 @@ static json_t *header_json(const tm_file *f, bool arrays, const char *arg)
         json_array_append_new(kvs, kv);
     }
     for (uint64_t i = 0; tensors && i < tm_n_tensors(f); i++)
-        json_array_append_new(tensors, tensor_json(tm_tensor_at(f, i)));
+        json_array_append_new(tensors, cli_json_tensor(f, tm_tensor_at(f, i)));
     return json_pack("{s:s, s:I, s:I, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
                      " s:b, s:o, s:o}",
                      "format", l->format == TM_FORMAT_GGUF ? "gguf" : "safetensors", "version",
@@ -85,7 +50,7 @@ static json_t *header_json(const tm_file *f, bool arrays, const char *arg)
                      "kv_end", cli_json_u64(l->kv_end), "infos_end", cli_json_u64(l->infos_end),
                      "padding", cli_json_u64(l->padding), "data_start", cli_json_u64(l->data_start),
                      "data_size", cli_json_u64(l->data_size), "tensors_end",
-                     cli_json_u64(l->tensors_end), "file_size", cli_json_u64(l->file_size),
+                     cli_json_u64(l->data_start + l->tensors_end), "file_size", cli_json_u64(l->file_size),
                      "arrays_kept", arrays, "kv", kvs, "tensors", tensors);
 }
 

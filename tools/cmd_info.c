@@ -1,6 +1,7 @@
-/* tensormap info: the header of a model file in the words a person reads it in (the seed
- * chapter's `head`): the head, what the metadata says the model is, and where the header stops
- * and the data starts. Every number is a field of the file or the library's layout. */
+/* tensormap info: the header of a model file in the words a person reads it in: the front of
+ * the file, what the metadata says the model is, the numbers people ask first (parameters,
+ * bits per weight, the KV cache at a context), and where the header stops and the data starts.
+ * Every number is a field of the file, the library's layout, or counted from them. */
 #include "cli_util.h"
 
 #include <inttypes.h>
@@ -8,18 +9,25 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: tensormap info [--json] FILE\n"
+    "usage: tensormap info [--json] [--context N] [--kv-type TYPE] FILE\n"
     "\n"
-    "Show the header of a GGUF or safetensors file: its size; for GGUF the magic, version,\n"
-    "tensor and metadata counts, the architecture and its dimensions (blocks, embedding width,\n"
-    "attention heads, key/value heads, feed-forward width, trained context, vocabulary size from\n"
-    "the token array, merges), the head width that follows from them, the alignment and whether\n"
-    "the file declares it, where the metadata ends, where the last tensor info ends, the\n"
-    "padding and where the tensor data starts. For safetensors: the JSON header's length, the\n"
-    "tensor and __metadata__ counts and where the data starts. FILE - reads standard input.\n"
+    "Show what a GGUF or safetensors file holds: its size; for GGUF the magic, version, tensor\n"
+    "and metadata counts, the architecture and its dimensions (blocks, embedding width,\n"
+    "attention heads, key/value heads, feed-forward width, trained context, vocabulary size,\n"
+    "merges) and the head width; then the parameter count (exact and in words, 7.62 B), the\n"
+    "bits per weight over the whole file and per tensor type, and the memory the KV cache needs\n"
+    "at a context (the trained context unless --context says otherwise); then where the header\n"
+    "ends and the tensor data starts. For safetensors: the header's length, the tensor and\n"
+    "__metadata__ counts, the parameters and bits per weight, and where the data starts.\n"
+    "The KV cache is worked out for the architectures whose cache layout is known (llama,\n"
+    "mistral, qwen2, qwen3, gemma, and gemma2 and gemma3 with their sliding-window layers) and\n"
+    "said to be unknown for any other. FILE - reads standard input.\n"
     "\n"
-    "  --json    the same as one JSON object (integers exact; a dimension the file lacks is\n"
-    "            null)\n";
+    "  --context N     the KV cache at N tokens\n"
+    "  --kv-type TYPE  the type K and V are cached in: f16 (default), bf16, f32, q8_0, q4_0,\n"
+    "                  q4_1, q5_0, q5_1 or iq4_nl\n"
+    "  --json          the same as one JSON object (docs/json.md; a dimension the file lacks\n"
+    "                  is null)\n";
 
 /* The architecture's dimensions, as `<arch>.<suffix>` keys. */
 static const struct dim {
@@ -71,6 +79,101 @@ static void print_dim(const tm_kv *kv, const char *label)
         row(label, "(a %s, not a count)", tm_vtype_name(kv->type));
 }
 
+/* What the model needs: parameters, bits per weight, the KV cache (GGUF only). */
+typedef struct numbers {
+    cli_weights w;
+    bool has_kv;
+    cli_kv_cache_t kv;
+    bool context_given;
+} numbers;
+
+static double bits_per_weight(uint64_t bytes, uint64_t weights)
+{
+    return weights ? (double)bytes * 8 / (double)weights : 0;
+}
+
+static void print_numbers(const numbers *nb)
+{
+    char exact[32], words[32], bpw[32];
+    printf("what it takes to hold it\n");
+    cli_grouped(nb->w.params, exact, sizeof exact);
+    cli_count_words(nb->w.params, words, sizeof words);
+    row("parameters", "%s (%s)", exact, words);
+    snprintf(bpw, sizeof bpw, "%.2f", bits_per_weight(nb->w.bytes, nb->w.params));
+    cli_grouped(nb->w.bytes, exact, sizeof exact);
+    row("bits per weight", "%s over all %s bytes of tensors", bpw, exact);
+    for (size_t i = 0; i < nb->w.n_types; i++) {
+        const char *tn = tm_type_name(nb->w.types[i].type);
+        char label[40];
+        snprintf(label, sizeof label, "  %s", tn ? tn : "unknown");
+        cli_float_text(bits_per_weight(nb->w.types[i].bytes, nb->w.types[i].weights), false, bpw,
+                       sizeof bpw);
+        cli_count_words(nb->w.types[i].weights, words, sizeof words);
+        row(label, "%s bits, %s weights in %" PRIu64 " tensor%s", bpw, words,
+            nb->w.types[i].tensors, CLI_S(nb->w.types[i].tensors));
+    }
+    if (!nb->has_kv)
+        return;
+    const cli_kv_cache_t *kv = &nb->kv;
+    char ctx[32];
+    cli_grouped(kv->context, ctx, sizeof ctx);
+    char label[64];
+    snprintf(label, sizeof label, "KV cache at %s tokens", ctx);
+    if (!kv->known) {
+        row(label, "%s", kv->why);
+        return;
+    }
+    cli_grouped(kv->bytes, exact, sizeof exact);
+    cli_bytes_words(kv->bytes, words, sizeof words);
+    row(label, "%s bytes (%s), K and V in %s%s", exact, words, tm_type_name(kv->type),
+        nb->context_given ? "" : " (the trained context; --context N)");
+    if (kv->uneven)
+        row("", "%" PRIu64 " layers, heads and widths differing between them", kv->layers);
+    else
+        row("", "%" PRIu64 " layer%s x %" PRIu64 " key/value head%s x (%" PRIu64 " + %" PRIu64
+            ") values per token", kv->layers, CLI_S(kv->layers), kv->kv_heads,
+            CLI_S(kv->kv_heads), kv->key_length, kv->value_length);
+    if (kv->swa_layers)
+        row("", "%" PRIu64 " of them slide over a window of %" PRIu64 " tokens", kv->swa_layers,
+            kv->window);
+}
+
+static json_t *numbers_json(const numbers *nb)
+{
+    char words[32];
+    cli_count_words(nb->w.params, words, sizeof words);
+    json_t *types = json_array();
+    for (size_t i = 0; types && i < nb->w.n_types; i++) {
+        const char *tn = tm_type_name(nb->w.types[i].type);
+        json_array_append_new(
+            types, json_pack("{s:s, s:o, s:o, s:o, s:o}", "type", tn ? tn : "unknown", "tensors",
+                             cli_json_u64(nb->w.types[i].tensors), "weights",
+                             cli_json_u64(nb->w.types[i].weights), "bytes",
+                             cli_json_u64(nb->w.types[i].bytes), "bits_per_weight",
+                             cli_json_f64(bits_per_weight(nb->w.types[i].bytes,
+                                                          nb->w.types[i].weights))));
+    }
+    json_t *kv = json_null();
+    if (nb->has_kv && nb->kv.known)
+        kv = json_pack("{s:b, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o}", "known", 1,
+                       "context", cli_json_u64(nb->kv.context), "type", tm_type_name(nb->kv.type),
+                       "bytes", cli_json_u64(nb->kv.bytes), "layers", cli_json_u64(nb->kv.layers),
+                       "kv_heads", cli_json_u64(nb->kv.kv_heads), "key_length",
+                       cli_json_u64(nb->kv.key_length), "value_length",
+                       cli_json_u64(nb->kv.value_length), "uneven_layers", nb->kv.uneven,
+                       "sliding_window_layers", cli_json_u64(nb->kv.swa_layers),
+                       "sliding_window", nb->kv.swa_layers ? cli_json_u64(nb->kv.window)
+                                                           : json_null());
+    else if (nb->has_kv)
+        kv = json_pack("{s:b, s:o, s:s, s:s}", "known", 0, "context",
+                       cli_json_u64(nb->kv.context), "type", tm_type_name(nb->kv.type), "why",
+                       nb->kv.why);
+    return json_pack("{s:o, s:s, s:o, s:o, s:o}", "parameters", cli_json_u64(nb->w.params),
+                     "parameters_in_words", words, "bits_per_weight",
+                     cli_json_f64(bits_per_weight(nb->w.bytes, nb->w.params)), "types", types,
+                     "kv_cache", kv);
+}
+
 static bool head_width(const tm_file *f, uint64_t *embd, uint64_t *heads)
 {
     return tm_kv_get_uint(tm_arch_key(f, dims[DIM_EMBD].suffix), embd) == TM_OK &&
@@ -91,7 +194,7 @@ static void print_shards(const tm_file *f, const tm_layout *l)
     }
 }
 
-static void print_gguf(const tm_file *f, const tm_layout *l)
+static void print_gguf(const tm_file *f, const tm_layout *l, const numbers *nb)
 {
     printf("the four numbers at the front\n");
     row("magic", "%.4s", (const char *)tm_file_bytes(f));
@@ -123,15 +226,13 @@ static void print_gguf(const tm_file *f, const tm_layout *l)
         row("merges", "%" PRIu64, n);
     uint64_t embd, heads;
     if (arch.ptr && head_width(f, &embd, &heads)) {
-        printf("and what falls out of those two lines\n");
         if (embd % heads == 0)
-            printf("  one head is %" PRIu64 " wide: %" PRIu64 " / %" PRIu64 "\n", embd / heads,
-                   embd, heads);
+            row("head width", "%" PRIu64 " (embedding width / attention heads)", embd / heads);
         else
-            printf("  no whole head width: %" PRIu64 " / %" PRIu64 " leaves %" PRIu64 "\n", embd,
-                   heads, embd % heads);
+            row("head width", "none: %" PRIu64 " / %" PRIu64 " leaves %" PRIu64, embd, heads,
+                embd % heads);
     }
-
+    print_numbers(nb);
     printf("where the header stops\n");
     row("alignment", "%" PRIu32 "%s", l->alignment,
         l->alignment_declared ? ", declared in general.alignment"
@@ -147,13 +248,14 @@ static void print_gguf(const tm_file *f, const tm_layout *l)
     row("last tensor info ends at", "%" PRIu64, l->infos_end);
     row("padding", "%" PRIu64, l->padding);
     row("tensor data starts at", "%" PRIu64, l->data_start);
-    row("tensor data", "%" PRIu64 " bytes; the last tensor ends %" PRIu64 " bytes in",
-        l->data_size, l->tensors_end);
+    row("tensor data", "%" PRIu64 " bytes; the last tensor ends at %" PRIu64, l->data_size,
+        l->data_start + l->tensors_end);
 }
 
-static void print_safetensors(const tm_file *f, const tm_layout *l)
+static void print_safetensors(const tm_file *f, const tm_layout *l, const numbers *nb)
 {
     printf("safetensors\n");
+    print_numbers(nb);
     if (l->n_shards > 1) {
         /* the file layout holds totals over the shards; each shard's own comes from its layout */
         row("shards", "%" PRIu32 " files; the numbers below are totals over them", l->n_shards);
@@ -167,8 +269,8 @@ static void print_safetensors(const tm_file *f, const tm_layout *l)
     row("tensors", "%" PRIu64, l->n_tensors);
     row("metadata entries", "%" PRIu64 " (in __metadata__)", l->n_kv);
     row("tensor data starts at", "%" PRIu64, l->data_start);
-    row("tensor data", "%" PRIu64 " bytes; the last tensor ends %" PRIu64 " bytes in",
-        l->data_size, l->tensors_end);
+    row("tensor data", "%" PRIu64 " bytes; the last tensor ends at %" PRIu64, l->data_size,
+        l->data_start + l->tensors_end);
 }
 
 static json_t *uint_or_null(const tm_kv *kv)
@@ -185,7 +287,7 @@ static json_t *count_or_null(const tm_file *f, const char *key)
     return array_count(f, key, &n) ? cli_json_u64(n) : json_null();
 }
 
-static json_t *to_json(const tm_file *f, const char *arg, const tm_layout *l)
+static json_t *to_json(const tm_file *f, const char *arg, const tm_layout *l, const numbers *nb)
 {
     json_t *o = json_object();
     if (!o)
@@ -237,7 +339,10 @@ static json_t *to_json(const tm_file *f, const char *arg, const tm_layout *l)
     }
     bad |= json_object_set_new(o, "data_start", cli_json_u64(l->data_start));
     bad |= json_object_set_new(o, "data_size", cli_json_u64(l->data_size));
-    bad |= json_object_set_new(o, "tensors_end", cli_json_u64(l->tensors_end));
+    bad |= json_object_set_new(o, "tensors_end", cli_json_u64(l->data_start + l->tensors_end));
+    json_t *n = numbers_json(nb);
+    bad |= !n || json_object_update(o, n);
+    json_decref(n);
     if (bad) {
         json_decref(o);
         return NULL;
@@ -245,28 +350,80 @@ static json_t *to_json(const tm_file *f, const char *arg, const tm_layout *l)
     return o;
 }
 
+/* The types llama.cpp can keep its KV cache in. */
+static bool kv_type_named(const char *name, tm_type *out)
+{
+    static const tm_type cache_types[] = {TM_TYPE_F16,  TM_TYPE_BF16, TM_TYPE_F32,
+                                          TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_1,
+                                          TM_TYPE_Q5_0, TM_TYPE_Q5_1, TM_TYPE_IQ4_NL};
+    for (size_t i = 0; i < sizeof cache_types / sizeof cache_types[0]; i++)
+        if (strcmp(tm_type_name(cache_types[i]), name) == 0) {
+            *out = cache_types[i];
+            return true;
+        }
+    return false;
+}
+
 static int run(int argc, char **argv)
 {
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"context", required_argument, NULL, 'c'},
+                                         {"kv-type", required_argument, NULL, 'k'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     bool json = false;
-    const cli_flag flags[] = {{"json", &json}, {NULL, NULL}};
-    const char *arg;
-    int rc = cli_simple_args(argc, argv, &cmd_info, flags, &arg);
+    numbers nb = {.kv.type = TM_TYPE_F16};
+    uint64_t context = 0;
+    optind = 1;
+    for (int c; (c = cli_getopt(argc, argv, "h", opts, &cmd_info)) != -1;) {
+        if (c == 'j') {
+            json = true;
+        } else if (c == 'c') {
+            if (!cli_parse_u64(optarg, &context) || context == 0) {
+                cli_errorf("info: --context wants a number of tokens above 0, not '%s'", optarg);
+                return cli_usage(&cmd_info);
+            }
+            nb.context_given = true;
+        } else if (c == 'k') {
+            if (!kv_type_named(optarg, &nb.kv.type)) {
+                cli_errorf("info: --kv-type: '%s' is not a cache type (f16, bf16, f32, q8_0, "
+                           "q4_0, q4_1, q5_0, q5_1, iq4_nl)", optarg);
+                return cli_usage(&cmd_info);
+            }
+        } else if (c == 'h') {
+            return fputs(help, stdout), CLI_OK;
+        } else {
+            return cli_usage(&cmd_info);
+        }
+    }
+    int rc = cli_count_args(&cmd_info, argc - optind, 1, 1);
     if (rc >= 0)
         return rc;
+    const char *arg = argv[optind];
     tm_file *f = cli_open(arg, 0);
     if (!f)
         return CLI_FAIL;
     const tm_layout *l = tm_file_layout(f);
+    cli_count_weights(f, &nb.w);
+    if (l->format != TM_FORMAT_SAFETENSORS) {
+        /* without --context, the trained context; without that either, no cache to size */
+        if (!nb.context_given &&
+            tm_kv_get_uint(tm_arch_key(f, "context_length"), &context) != TM_OK)
+            context = 0;
+        nb.has_kv = context > 0;
+        if (nb.has_kv)
+            cli_kv_cache(f, context, nb.kv.type, &nb.kv);
+    }
     if (json) {
-        rc = cli_json_emit(to_json(f, arg, l));
+        rc = cli_json_emit(to_json(f, arg, l, &nb));
     } else {
         printf("the file\n");
         row("path", "%s", strcmp(arg, "-") == 0 ? "(standard input)" : arg);
         row("bytes", "%" PRIu64, l->file_size);
         if (l->format == TM_FORMAT_SAFETENSORS)
-            print_safetensors(f, l);
+            print_safetensors(f, l, &nb);
         else
-            print_gguf(f, l);
+            print_gguf(f, l, &nb);
         rc = CLI_OK;
     }
     tm_close(f);
@@ -275,8 +432,8 @@ static int run(int argc, char **argv)
 
 const cli_command cmd_info = {
     .name = "info",
-    .alias = "head",
-    .summary = "the header: counts, architecture, dimensions, alignment, where the data starts",
+    .alias = NULL,
+    .summary = "what the file holds: architecture, dimensions, parameters, bits per weight, KV cache",
     .help = help,
     .run = run,
 };

@@ -87,14 +87,11 @@ static int report(const char *arg, const tm_file *f, entry *e, size_t n, uint64_
         json_t *tensors = json_array();
         for (size_t k = c0; k < c1; k++) {
             const tm_tensor *t = tm_tensor_at(f, e[k].tensor);
-            const char *tn = tm_type_name(t->type);
-            json_array_append_new(
-                tensors,
-                json_pack("{s:o, s:o, s:o, s:s, s:I, s:o, s:o}", "name", cli_json_str(t->name),
-                          "short_name", cli_json_str((tm_str){e[k].rest, strlen(e[k].rest)}), "ne",
-                          cli_json_ne(t), "type", tn ? tn : "unknown", "type_id",
-                          (json_int_t)t->type, "offset", cli_json_u64(t->offset), "bytes",
-                          cli_json_u64(t->n_bytes)));
+            json_t *o = cli_json_tensor(f, t);
+            if (o)
+                json_object_set_new(o, "short_name",
+                                    cli_json_str((tm_str){e[k].rest, strlen(e[k].rest)}));
+            json_array_append_new(tensors, o);
             bytes += t->n_bytes;
         }
         return cli_json_emit(json_pack(
@@ -120,8 +117,8 @@ static int report(const char *arg, const tm_file *f, entry *e, size_t n, uint64_
                tn ? tn : "unknown", t->offset, t->n_bytes);
         bytes += t->n_bytes;
     }
-    printf("%zu tensors, %" PRIu64 " bytes\n\n", c1 - c0, bytes);
-    printf("against the other %" PRIu64 " blocks\n", others);
+    printf("%zu tensor%s, %" PRIu64 " byte%s\n\n", c1 - c0, CLI_S(c1 - c0), bytes, CLI_S(bytes));
+    printf("against the other %" PRIu64 " block%s\n", others, CLI_S(others));
     printf("  %-36s %" PRIu64 "\n", "same names and shapes",
            counts[SAME_TYPES] + counts[OTHER_TYPES]);
     printf("  %-36s %" PRIu64 "\n", "and the same element types too", counts[SAME_TYPES]);

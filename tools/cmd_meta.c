@@ -99,29 +99,11 @@ static int print_text(const tm_file *f)
     return CLI_OK;
 }
 
-static json_t *entry_json(const tm_kv *kv, bool full)
-{
-    json_t *value;
-    if (kv->type != TM_V_ARRAY) {
-        value = cli_json_kv_value(kv);
-    } else {
-        value = json_pack("{s:s, s:s, s:o}", "type", "array", "element_type",
-                          tm_vtype_name(kv->elem_type), "count", cli_json_u64(kv->count));
-        if (value && full && json_object_set_new(value, "elements", cli_json_kv_value(kv))) {
-            json_decref(value);
-            value = NULL;
-        }
-    }
-    return value ? json_pack("{s:o, s:s, s:o}", "key", cli_json_str(kv->key), "type",
-                             tm_vtype_name(kv->type), "value", value)
-                 : NULL;
-}
-
 static json_t *to_json(const tm_file *f, bool full)
 {
     json_t *a = json_array();
     for (uint64_t i = 0; a && i < tm_n_kv(f); i++) {
-        if (json_array_append_new(a, entry_json(tm_kv_at(f, i), full)) != 0) {
+        if (json_array_append_new(a, cli_json_kv(tm_kv_at(f, i), full)) != 0) {
             json_decref(a);
             a = NULL;
         }

@@ -129,13 +129,11 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
         json_t *fields = json_array(), *wrote = json_array(), *read = json_array();
         for (size_t i = 0; i < s->n; i++)
             json_array_append_new(
-                fields, json_pack("{s:o, s:o, s:s}", "at", cli_json_u64(s->fields[i].at), "bytes",
+                fields, json_pack("{s:o, s:o, s:s}", "offset", cli_json_u64(s->fields[i].at), "bytes",
                                   cli_json_u64(s->fields[i].size), "field", s->fields[i].what));
         for (int i = 0; i < N_VALUES; i++) {
-            json_array_append_new(wrote, json_real(values[i]));
-            uint32_t bits;
-            memcpy(&bits, &got[i], 4);
-            json_array_append_new(read, cli_json_float(got[i], true, bits));
+            json_array_append_new(wrote, cli_json_f32(values[i]));
+            json_array_append_new(read, cli_json_f32(got[i]));
         }
         cli_json_emit(json_pack("{s:s, s:I, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i}", "file",
                                 path, "align", (json_int_t)align, "noalign", noalign, "fields", fields,

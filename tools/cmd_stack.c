@@ -201,13 +201,17 @@ static json_t *to_json(const tm_file *f, const stack *s, tm_str arch)
 static void print_text(const char *arg, const tm_file *f, const stack *s, tm_str arch)
 {
     printf("%s: every tensor, with the block number taken out of the name\n", arg);
-    if (arch.ptr)
-        printf("architecture %.*s, ", (int)arch.len, arch.ptr);
-    printf("%zu blocks, %" PRIu64 " tensors in the file", s->n_blocks, tm_n_tensors(f));
+    if (arch.ptr) {
+        fputs("architecture ", stdout);
+        cli_print_str(stdout, arch, 200);
+        fputs(", ", stdout);
+    }
+    printf("%zu block%s, %" PRIu64 " tensor%s in the file", s->n_blocks, CLI_S(s->n_blocks),
+           tm_n_tensors(f), CLI_S(tm_n_tensors(f)));
     uint64_t declared;
     if (tm_kv_get_uint(tm_arch_key(f, "block_count"), &declared) == TM_OK &&
         declared != s->n_blocks)
-        printf(" (but the metadata says %" PRIu64 " blocks)", declared);
+        printf(" (but the metadata says %" PRIu64 " block%s)", declared, CLI_S(declared));
     printf("\n\n");
     int wname = 4;
     for (size_t r = 0; r < s->n_rows; r++) {

@@ -112,19 +112,18 @@ static json_t *summary_json(const tm_tensor *t, const summary *s, const tm_error
         return o;
     }
     json_t *first = json_array(), *hist = json_array();
-    for (uint64_t i = 0; i < s->count && i < FIRST_SHOWN; i++) {
-        uint32_t bits;
-        memcpy(&bits, &s->first[i], 4);
-        json_array_append_new(first, cli_json_float(s->first[i], true, bits));
-    }
+    for (uint64_t i = 0; i < s->count && i < FIRST_SHOWN; i++)
+        json_array_append_new(first, cli_json_f32(s->first[i]));
     for (size_t b = 0; b < BINS; b++)
         json_array_append_new(hist, cli_json_u64(s->hist[b]));
+    /* no finite value, no min, max, mean or std: null in all four, as in the text's "-" */
     json_t *rest = json_pack(
         "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "count", cli_json_u64(s->count),
-        "first", first, "min", s->finite ? json_real(s->min) : json_null(), "max",
-        s->finite ? json_real(s->max) : json_null(), "mean", json_real(s->mean), "std",
-        json_real(std_of(s)), "nan", cli_json_u64(s->nan), "inf", cli_json_u64(s->inf), "finite",
-        cli_json_u64(s->finite), "histogram", hist);
+        "first", first, "min", s->finite ? cli_json_f32((float)s->min) : json_null(), "max",
+        s->finite ? cli_json_f32((float)s->max) : json_null(), "mean",
+        s->finite ? cli_json_f64(s->mean) : json_null(), "std",
+        s->finite ? cli_json_f64(std_of(s)) : json_null(), "nan", cli_json_u64(s->nan), "inf",
+        cli_json_u64(s->inf), "finite", cli_json_u64(s->finite), "histogram", hist);
     json_object_update(o, rest);
     json_decref(rest);
     return o;
@@ -142,8 +141,17 @@ static void print_one_line(const tm_tensor *t, const summary *s, const tm_error 
     }
     char hist[BINS * 4 + 1];
     histogram_text(s, hist, sizeof hist);
-    printf("%10" PRIu64 " %13.6g %13.6g %13.6g %13.6g %5" PRIu64 " %5" PRIu64 "  |%s|\n", s->count,
-           s->min, s->max, s->mean, std_of(s), s->nan, s->inf, hist);
+    /* min and max are f32 values; mean and std are shown here as the f32 nearest them (the
+     * one-tensor view and --json give them whole) */
+    char num[4][32];
+    const double v[4] = {s->min, s->max, s->mean, std_of(s)};
+    for (int i = 0; i < 4; i++)
+        if (s->finite)
+            cli_float_text(v[i], true, num[i], sizeof num[i]);
+        else
+            snprintf(num[i], sizeof num[i], "-");
+    printf("%10" PRIu64 " %15s %15s %15s %15s %5" PRIu64 " %5" PRIu64 "  |%s|\n", s->count,
+           num[0], num[1], num[2], num[3], s->nan, s->inf, hist);
 }
 
 static void print_block(const tm_file *f, const tm_tensor *t, const summary *s, const tm_error *err,
@@ -159,14 +167,23 @@ static void print_block(const tm_file *f, const tm_tensor *t, const summary *s, 
         return;
     }
     printf("  %-24s %" PRIu64 "\n  %-24s", "values", s->count, "the first of them");
-    for (uint64_t i = 0; i < s->count && i < FIRST_SHOWN; i++)
-        printf(" %.9g", (double)s->first[i]);
+    char num[32], lo[32] = "-", hi[32] = "-", mean[32] = "-", sd[32] = "-";
+    for (uint64_t i = 0; i < s->count && i < FIRST_SHOWN; i++) {
+        cli_float_text(s->first[i], true, num, sizeof num);
+        printf(" %s", num);
+    }
     char hist[BINS * 4 + 1];
     histogram_text(s, hist, sizeof hist);
-    printf("\n  %-24s %.9g\n  %-24s %.9g\n  %-24s %.17g\n  %-24s %.17g\n", "smallest", s->min,
-           "largest", s->max, "mean", s->mean, "standard deviation", std_of(s));
-    printf("  %-24s %" PRIu64 "\n  %-24s %" PRIu64 "\n  %-24s |%s|  %.6g .. %.6g\n\n",
-           "not a number", s->nan, "infinite", s->inf, "histogram", hist, s->min, s->max);
+    if (s->finite) {
+        cli_float_text(s->min, true, lo, sizeof lo);
+        cli_float_text(s->max, true, hi, sizeof hi);
+        cli_float_text(s->mean, false, mean, sizeof mean);
+        cli_float_text(std_of(s), false, sd, sizeof sd);
+    }
+    printf("\n  %-24s %s\n  %-24s %s\n  %-24s %s\n  %-24s %s\n", "smallest", lo, "largest", hi,
+           "mean", mean, "standard deviation", sd);
+    printf("  %-24s %" PRIu64 "\n  %-24s %" PRIu64 "\n  %-24s |%s|  %s .. %s\n\n",
+           "not a number", s->nan, "infinite", s->inf, "histogram", hist, lo, hi);
 }
 
 static int run(int argc, char **argv)
@@ -196,8 +213,9 @@ static int run(int argc, char **argv)
         const tm_tensor *t = n_want ? tm_tensor_find(f, want[i]) : tm_tensor_at(f, i);
         size_t ce = cli_chunk_elems(t);
         chunk = ce > chunk ? ce : chunk;
-        if (t->name.len > (uint64_t)wname && t->name.len < 80)
-            wname = (int)t->name.len;
+        char shown[256]; /* the name as printed (escaped, cut at 200 bytes) */
+        int w = (int)strlen(cli_name(t->name, 200, shown, sizeof shown));
+        wname = w > wname ? w : wname;
     }
     float *buf = malloc((chunk ? chunk : 1) * sizeof *buf);
     json_t *all = json ? json_array() : NULL;
@@ -208,7 +226,7 @@ static int run(int argc, char **argv)
         return CLI_FAIL;
     }
     if (!json && !n_want)
-        printf("%-*s %-8s %10s %13s %13s %13s %13s %5s %5s  histogram, min to max\n", wname, "name",
+        printf("%-*s %-8s %10s %15s %15s %15s %15s %5s %5s  histogram, min to max\n", wname, "name",
                "type", "values", "min", "max", "mean", "std", "nan", "inf");
     for (uint64_t i = 0; i < n; i++) {
         const tm_tensor *t = n_want ? tm_tensor_find(f, want[i]) : tm_tensor_at(f, i);
@@ -234,7 +252,7 @@ static int run(int argc, char **argv)
 
 const cli_command cmd_stats = {
     .name = "stats",
-    .alias = "floats", /* the seed chapter's name for it */
+    .alias = "floats",
     .summary = "decode tensors and summarise them: min, max, mean, std, NaN/inf, histogram",
     .help = help,
     .run = run,

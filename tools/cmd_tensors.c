@@ -66,37 +66,11 @@ static int print_text(const tm_file *f)
     return CLI_OK;
 }
 
-static json_t *tensor_json(const tm_tensor *t, bool st, bool sharded)
-{
-    json_t *o = json_pack("{s:o, s:s, s:o, s:o, s:o}", "name", cli_json_str(t->name), "type",
-                          type_name(t->type), "ne", cli_json_ne(t), "offset",
-                          cli_json_u64(t->offset), "n_bytes", cli_json_u64(t->n_bytes));
-    if (o && sharded && json_object_set_new(o, "shard", json_integer(t->shard)) != 0) {
-        json_decref(o);
-        return NULL;
-    }
-    if (o && st) {
-        uint64_t shape[4];
-        uint32_t n = tm_tensor_shape(t, shape);
-        json_t *a = json_array();
-        for (uint32_t d = 0; a && d < n; d++)
-            if (json_array_append_new(a, cli_json_u64(shape[d])) != 0) {
-                json_decref(a);
-                a = NULL;
-            }
-        if (json_object_set_new(o, "shape", a) != 0) {
-            json_decref(o);
-            o = NULL;
-        }
-    }
-    return o;
-}
-
-static json_t *to_json(const tm_file *f, bool st)
+static json_t *to_json(const tm_file *f)
 {
     json_t *a = json_array();
     for (uint64_t i = 0; a && i < tm_n_tensors(f); i++) {
-        if (json_array_append_new(a, tensor_json(tm_tensor_at(f, i), st, tm_file_layout(f)->n_shards > 1)) != 0) {
+        if (json_array_append_new(a, cli_json_tensor(f, tm_tensor_at(f, i))) != 0) {
             json_decref(a);
             a = NULL;
         }
@@ -115,8 +89,7 @@ static int run(int argc, char **argv)
     tm_file *f = cli_open(arg, 0);
     if (!f)
         return CLI_FAIL;
-    const bool st = tm_file_layout(f)->format == TM_FORMAT_SAFETENSORS;
-    rc = json ? cli_json_emit(to_json(f, st)) : print_text(f);
+    rc = json ? cli_json_emit(to_json(f)) : print_text(f);
     tm_close(f);
     return cli_finish_output(rc);
 }

@@ -76,15 +76,16 @@ static int run(int argc, char **argv)
             if (has_type)
                 json_object_set_new(o, "type", json_string(type_name(type)));
             if (has_score)
-                json_object_set_new(o, "score", json_real(sv.as.f));
+                json_object_set_new(o, "score", sv.type == TM_V_F32 ? cli_json_f32((float)sv.as.f)
+                                                                    : cli_json_f64(sv.as.f));
             json_array_append_new(list, o);
             continue;
         }
         printf("%8" PRIu64 "  %-12s ", id, has_type ? type_name(type) : "");
+        char score[32] = "";
         if (has_score)
-            printf("%12.6g  \"", sv.as.f);
-        else
-            printf("%12s  \"", "");
+            cli_float_text(sv.as.f, sv.type == TM_V_F32, score, sizeof score);
+        printf("%12s  \"", score);
         cli_print_str(stdout, s, UINT64_MAX);
         printf("\"\n");
     }

@@ -90,7 +90,7 @@ static bool scalar_of(const ctx *c, tm_vtype t, const json_t *j, void *out)
                                    [TM_V_I32] = INT32_MAX,
                                    [TM_V_I64] = INT64_MAX};
     uint64_t u, bits = 0;
-    json_int_t i;
+    int64_t i;
     double d = 0;
     bool raw;
     switch (t) {
@@ -113,7 +113,7 @@ static bool scalar_of(const ctx *c, tm_vtype t, const json_t *j, void *out)
     case TM_V_I16:
     case TM_V_I32:
     case TM_V_I64:
-        if (!json_is_integer(j) || (i = json_integer_value(j)) < imin[t] || i > imax[t])
+        if (!cli_json_get_i64(j, &i) || i < imin[t] || i > imax[t])
             return fail(c, "not an %s", tm_vtype_name(t));
         if (t == TM_V_I8)
             *(int8_t *)out = (int8_t)i;
@@ -242,9 +242,9 @@ static bool add_kv(tm_writer *w, ctx *c, const json_t *kv, size_t i, tm_error *e
         uint64_t v = 0;
         ok = scalar_of(c, t, json_object_get(kv, "value"), &v) &&
              tm_writer_kv_scalar(w, key, t, &v, err) == TM_OK;
-    } else if (!vtype_of(json_string_value(json_object_get(kv, "elem_type")), &et) ||
+    } else if (!vtype_of(json_string_value(json_object_get(kv, "element_type")), &et) ||
                et == TM_V_ARRAY) {
-        fail(c, "\"elem_type\" is not a scalar type or str");
+        fail(c, "\"element_type\" is not a scalar type or str");
     } else if (!cli_json_get_u64(json_object_get(kv, "count"), &count)) {
         fail(c, "no \"count\"");
     } else {
@@ -270,7 +270,8 @@ static bool add_tensor(tm_writer *w, ctx *c, const json_t *t, size_t i, tm_error
     ok =
         ok && (cli_json_get_u64(json_object_get(t, "type_id"), &type) || fail(c, "no \"type_id\""));
     ok =
-        ok && (cli_json_get_u64(json_object_get(t, "offset"), &offset) || fail(c, "no \"offset\""));
+        ok && (cli_json_get_u64(json_object_get(t, "data_offset"), &offset) ||
+              fail(c, "no \"data_offset\""));
     ok = ok && ((json_is_array(ne) && n_dims >= 1 && n_dims <= 4) ||
                 fail(c, "\"ne\" is not 1 to 4 numbers"));
     for (size_t d = 0; ok && d < n_dims; d++)
@@ -376,7 +377,10 @@ static int run(int argc, char **argv)
                     ? json_loadf(stdin, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr)
                     : json_load_file(from, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!h) {
-        cli_errorf("%s: line %d, column %d: %s", from, jerr.line, jerr.column, jerr.text);
+        if (jerr.line < 0) /* not a parse error: the file could not be read at all */
+            cli_errorf("%s: %s", from, jerr.text);
+        else
+            cli_errorf("%s: line %d, column %d: %s", from, jerr.line, jerr.column, jerr.text);
         return CLI_FAIL;
     }
     tm_writer *w = NULL;

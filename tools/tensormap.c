@@ -24,6 +24,7 @@ const cli_command *const cli_commands[] = {
     &cmd_split,
     &cmd_merge,
     &cmd_edit,
+    &cmd_export,
     NULL,
 };
 
