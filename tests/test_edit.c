@@ -186,6 +186,14 @@ Test(edit, refusals_leave_the_file_as_it_was, .fini = test_cleanup)
         tool_result_free(&r);
         cr_assert(same_bytes(src, before, len), "%s %s changed the file", bad[i].opt, bad[i].arg);
     }
+    /* a read-only file is not replaced in place (root could) */
+    cr_assert_eq(chmod(src, 0444), 0);
+    tool_result ro = tool_run("edit", src, "--set", "general.name=x", NULL);
+    cr_expect_eq(ro.status, 1, "%s", ro.err);
+    cr_expect(strstr(ro.err, "read-only"), "%s", ro.err);
+    tool_result_free(&ro);
+    cr_assert(same_bytes(src, before, len));
+    cr_assert_eq(chmod(src, 0644), 0);
     /* -o naming the source itself is refused: -o never writes over the input */
     tool_result r = tool_run("edit", src, "-o", src, "--set", "general.name=x", NULL);
     cr_expect_eq(r.status, 1, "%s", r.err);

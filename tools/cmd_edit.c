@@ -386,6 +386,13 @@ static tm_status build(tm_writer *w, const tm_file *f, op *ops, size_t n, tm_err
     return st;
 }
 
+/* A file nobody may write (mode a-w) is not replaced in place, even by root, who could. */
+static bool read_only(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && (sb.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
+}
+
 static int edit(const char *arg, const char *out, op *ops, size_t n)
 {
     tm_file *f = cli_open(arg, TM_OPEN_ONE_SHARD);
@@ -397,6 +404,10 @@ static int edit(const char *arg, const char *out, op *ops, size_t n)
         cli_errorf("%s: edit changes GGUF files; this is not one", arg);
         rc = CLI_FAIL;
     } else if (out != arg && !cli_output_allowed(out)) {
+        rc = CLI_FAIL;
+    } else if (out == arg && read_only(arg)) {
+        cli_errorf("%s: the file is read-only (no write permission bits): edit will not replace "
+                   "it; write a copy with -o OUT", arg);
         rc = CLI_FAIL;
     } else if (check_ops(f, arg, ops, n)) {
         tm_writer *w = NULL;
