@@ -415,7 +415,7 @@ Test(compare, llama_without_head_counts, .init = pair_setup, .fini = pair_teardo
 /* A value float32 cannot hold, against the float32 it rounds to, is a difference: compare works
  * in the wider type (I64 16777217 is not F32 16777216; F64 1e300 is not F32 infinity), and
  * values both types hold exactly still match. */
-Test(compare, the_wider_type_decides, .init = setup, .fini = teardown)
+Test(compare, the_wider_type_decides, .init = pair_setup, .fini = pair_teardown)
 {
     static const struct {
         const char *name, *wide_type;
