@@ -5,7 +5,7 @@
 #   make test       install missing Debian dependencies (as root), build, run the test suite
 #                   (the C suite, then the Python package's pytest suite: make test-python)
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer -> build-san/
-#   make bench      benchmarks (bench/open, bench/dequant)
+#   make bench      benchmarks (bench/open, bench/dequant, bench/export)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc, tool, man page,
 #                   the Python package)
@@ -139,7 +139,7 @@ $(B)/%: $(B)/obj/tools/%.o $(STATIC)
 BENCH_LIB_FLAGS = $(OPT) -ffp-contract=off $(CFLAGS); avx2 file +$(AVX2_FLAGS); \
                   avx512 file +$(AVX512_FLAGS)
 # bench/open writes its model with tools/qwen2_model.h
-$(B)/bench/%: bench/%.c $(STATIC) $(wildcard tools/*.h) | $(DEPS_STAMP)
+$(B)/bench/%: bench/%.c $(STATIC) $(wildcard tools/*.h bench/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(V),,@echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -DTM_BENCH_LIB_FLAGS='"$(BENCH_LIB_FLAGS)"' -o $@ $< $(STATIC) \
@@ -228,6 +228,7 @@ check-exports: $(SHARED)
 bench: all $(BENCHES)
 	$(B)/bench/open
 	$(B)/bench/dequant
+	$(B)/bench/export $(B)/tensormap
 
 # ---- fuzz ------------------------------------------------------------------------------------
 

@@ -345,10 +345,14 @@ tm_status tm_dequant_elements(const tm_tensor *t, uint64_t first, uint64_t n, fl
     return tm_dequant_blocks(t, first / be, n / be, out, err);
 }
 
-/* Rows [r0, r1) inside the tensor, and rows made of whole blocks. */
-static tm_status check_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, uint32_t be,
-                            tm_error *err)
+/* The blocks of rows [r0, r1): the rows must lie inside the tensor and be whole blocks. */
+static tm_status row_blocks(const tm_tensor *t, uint64_t r0, uint64_t r1, uint64_t *first,
+                            uint64_t *n, uint32_t *be, tm_error *err)
 {
+    uint64_t total;
+    tm_status st = tensor_blocks(t, &total, be, err);
+    if (st != TM_OK)
+        return st;
     const uint64_t rows = tm_tensor_rows(t);
     char label[128];
     if (r0 > r1 || r1 > rows)
@@ -356,25 +360,22 @@ static tm_status check_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, uint32
                         "%s: rows [%llu, %llu) are not a range inside its %llu rows",
                         tensor_label(t, label, sizeof label), (unsigned long long)r0,
                         (unsigned long long)r1, (unsigned long long)rows);
-    if (t->ne[0] % be != 0)
+    if (t->ne[0] % *be != 0)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: a row of %llu elements is not a whole number of %u-element blocks",
-                        tensor_label(t, label, sizeof label), (unsigned long long)t->ne[0], be);
+                        tensor_label(t, label, sizeof label), (unsigned long long)t->ne[0], *be);
+    *first = r0 * (t->ne[0] / *be);
+    *n = (r1 - r0) * (t->ne[0] / *be);
     return TM_OK;
 }
 
 tm_status tm_dequant_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
                           tm_error *err)
 {
-    uint64_t total;
+    uint64_t first, n;
     uint32_t be;
-    tm_status st = tensor_blocks(t, &total, &be, err);
-    if (st == TM_OK)
-        st = check_rows(t, r0, r1, be, err);
-    if (st != TM_OK)
-        return st;
-    const uint64_t per_row = t->ne[0] / be;
-    return tm_dequant_blocks(t, r0 * per_row, (r1 - r0) * per_row, out, err);
+    tm_status st = row_blocks(t, r0, r1, &first, &n, &be, err);
+    return st != TM_OK ? st : tm_dequant_blocks(t, first, n, out, err);
 }
 
 tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_elements, float *out,
@@ -468,13 +469,8 @@ tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_threads, 
 tm_status tm_dequant_rows_mt(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
                              unsigned n_threads, tm_error *err)
 {
-    uint64_t total;
+    uint64_t first, n;
     uint32_t be;
-    tm_status st = tensor_blocks(t, &total, &be, err);
-    if (st == TM_OK)
-        st = check_rows(t, r0, r1, be, err);
-    if (st != TM_OK)
-        return st;
-    const uint64_t per_row = t->ne[0] / be;
-    return dequant_threads(t, r0 * per_row, (r1 - r0) * per_row, be, out, n_threads, err);
+    tm_status st = row_blocks(t, r0, r1, &first, &n, &be, err);
+    return st != TM_OK ? st : dequant_threads(t, first, n, be, out, n_threads, err);
 }
