@@ -43,6 +43,14 @@ static void write_source(const char *path)
     cr_assert_eq(tm_writer_finish(w, path, &err), TM_OK, "%s", err.message);
 }
 
+/* src.gguf in the test's directory, written afresh; returns its bytes (*len of them). */
+static char *fresh_source(char src[256], size_t *len)
+{
+    snprintf(src, 256, "%s", test_path("src.gguf"));
+    write_source(src);
+    return read_all(src, len);
+}
+
 static tm_file *open_ok(const char *path)
 {
     tm_file *f = NULL;
@@ -152,10 +160,8 @@ Test(edit, every_value_type_into_a_new_file, .fini = test_cleanup)
 Test(edit, refusals_leave_the_file_as_it_was, .fini = test_cleanup)
 {
     char src[256];
-    snprintf(src, sizeof src, "%s", test_path("src.gguf"));
-    write_source(src);
     size_t len;
-    char *before = read_all(src, &len);
+    char *before = fresh_source(src, &len);
     static const struct {
         const char *opt, *arg, *why;
         int status;
@@ -242,10 +248,8 @@ Test(edit, set_file_delete_and_rename_in_place, .fini = test_cleanup)
 Test(edit, an_equal_length_change_keeps_the_data_in_place, .fini = test_cleanup)
 {
     char src[256];
-    snprintf(src, sizeof src, "%s", test_path("src.gguf"));
-    write_source(src);
     size_t len;
-    char *before = read_all(src, &len);
+    char *before = fresh_source(src, &len);
     tool_result r = tool_run("edit", src, "--set", "general.name=MODEL", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "every tensor byte stays where it was"), "%s", r.out);
@@ -308,10 +312,8 @@ static int files_in(const char *dir)
 Test(edit, in_place_under_a_file_size_limit, .fini = test_cleanup)
 {
     char src[256];
-    snprintf(src, sizeof src, "%s", test_path("src.gguf"));
-    write_source(src);
     size_t len;
-    char *before = read_all(src, &len);
+    char *before = fresh_source(src, &len);
     char *argv[] = {"tensormap", "edit", src, "--set", "general.name=a longer name than before",
                     NULL};
     /* the new file stops at 8 KiB, in the middle of the tensor data */
