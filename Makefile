@@ -5,7 +5,7 @@
 #   make test       install missing Debian dependencies (as root), build, run the test suite
 #                   (the C suite, then the Python package's pytest suite: make test-python)
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer -> build-san/
-#   make bench      benchmarks (bench/open, bench/dequant, bench/export)
+#   make bench      benchmarks (bench/open, bench/dequant, bench/export, bench/matvec)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc, tool, man page,
 #                   the Python package)
@@ -218,6 +218,10 @@ check-arm: cross-arm
 	    tests/arm/neon_check.c build-arm/libtensormap.a -lpthread -lm \
 	    -Wl,--unresolved-symbols=ignore-all
 	qemu-aarch64-static build-arm/neon_check
+	aarch64-linux-gnu-gcc $(WARN) -O2 -D_GNU_SOURCE -Iinclude -static -o build-arm/matvec_check \
+	    tests/arm/matvec_check.c build-arm/libtensormap.a -lpthread -lm \
+	    -Wl,--unresolved-symbols=ignore-all
+	qemu-aarch64-static build-arm/matvec_check
 
 check-exports: $(SHARED)
 	$(Q)if nm -D --defined-only $(SHARED) | awk '$$2 ~ /^[TDBR]$$/ {print $$3}' | grep -v '^tm_' \
@@ -229,6 +233,7 @@ bench: all $(BENCHES)
 	$(B)/bench/open
 	$(B)/bench/dequant
 	$(B)/bench/export $(B)/tensormap
+	$(B)/bench/matvec
 
 # ---- fuzz ------------------------------------------------------------------------------------
 

@@ -470,6 +470,41 @@ TM_API tm_status tm_st_writer_write(tm_st_writer *w, const void *bytes, size_t n
 TM_API tm_status tm_st_writer_finish(tm_st_writer *w, tm_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Matrix-vector product on the blocks where they lie: y = W x, one token at a time, without a
+ * float32 copy of W. The path is the dequant kernels' (tm_isa, TM_ISA, tm_set_isa). Types and
+ * modes per path, measured speed and error bounds: docs/matvec.md.
+ * ------------------------------------------------------------------------------------------- */
+
+/* x as float32: each block is decoded in registers and multiplied by x. |y - W x| <= 1e-6 of
+ * max|y| over the rows, W x taken exactly (double) from the decoded W. */
+#define TM_MATVEC_F32 0u
+/* x quantized once per call to 8-bit blocks as ggml does (q8_0 for 32-element weight blocks,
+ * q8_K for 256-element ones) and integer dot products, as ggml's vec_dot: ggml's speed and
+ * accuracy (docs/matvec.md derives the bound). Types without an 8-bit kernel (f32, f16, bf16 and
+ * the rarer quants; the list is in docs/matvec.md) keep x in float32 and give TM_MATVEC_F32's
+ * result. x must be finite: a NaN or an infinity makes every y NaN. */
+#define TM_MATVEC_Q8 1u
+
+/* y[i] = sum over c < w->ne[0] of W[r0 + i][c] * x[c], for i < r1 - r0. x has ne[0] floats, y
+ * has r1 - r0. A row is ne[0] elements: a 1-D tensor is one row, a 3-D or 4-D one is
+ * ne[1] * ne[2] * ne[3] rows (tm_tensor_rows). Each y depends only on its row, x and the mode
+ * and path: never on r0, r1 or threads. TM_MATVEC_Q8 allocates one buffer of about 1.14 ne[0]
+ * bytes per call (x quantized); TM_MATVEC_F32 allocates nothing. Safe on one tm_file from any
+ * number of threads. Errors (err filled, y untouched):
+ *   TM_INVALID_ARG  w, x or y NULL; mode unknown; r0 > r1 or r1 > rows; a row that is not a
+ *                   whole number of blocks
+ *   TM_UNSUPPORTED  a type this library cannot decode (tm_type_can_dequant is false)
+ *   TM_ISA          TM_ISA names a path this machine cannot run (tm_set_isa clears it)
+ *   TM_NOMEM        TM_MATVEC_Q8's buffer for x could not be allocated */
+TM_API tm_status tm_matvec_rows(const tm_tensor *w, uint64_t r0, uint64_t r1, const float *x,
+                                float *y, unsigned mode, tm_error *err);
+/* All rows (y has tm_tensor_rows(w) floats) on n_threads threads (0 = online CPUs), x quantized
+ * once. The result is bit-identical to one thread's and to tm_matvec_rows'. Errors as
+ * tm_matvec_rows. */
+TM_API tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
+                           unsigned n_threads, tm_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * Writing GGUF files. The header is built in memory; tm_writer_finish writes header, padding
  * and data. Tensor data is referenced, not copied (keep it alive until finish); NULL data
  * leaves a hole (the file is extended with ftruncate: sparse, nothing written).
