@@ -22,7 +22,8 @@ static const char help[] =
     "stored in the chosen dtype, its shape in PyTorch's order (slowest first, GGUF's ne\n"
     "reversed). The header's __metadata__ holds {\"format\": \"pt\"} and the file's general.*\n"
     "strings. OUT appears only once it is complete; an existing OUT is replaced then, and left\n"
-    "as it was if the export fails. OUT may not be the model itself.\n"
+    "as it was if the export fails. OUT may not be the model itself. Progress goes to stderr\n"
+    "when it is a terminal.\n"
     "\n"
     "  --dtype T             f32 (exact; the default), or f16 / bf16: rounded to nearest, ties\n"
     "                        to even, as PyTorch's .to() rounds\n"
@@ -211,6 +212,7 @@ typedef struct buffers {
     float *f;             /* decoded rows */
     float *perm;          /* the same rows in Hugging Face's order */
     uint16_t *half;       /* f16 / bf16 out */
+    cli_progress progress; /* bytes written, over every file */
 } buffers;
 
 /* Decode it's rows [r0, r1) (whole heads when permuted) and write them in dtype. */
@@ -229,10 +231,15 @@ static tm_status write_rows(const plan *p, const item *it, uint64_t r0, uint64_t
                    (size_t)ne0 * sizeof(float));
         vals = b->perm;
     }
-    if (p->dtype == TM_TYPE_F32)
-        return tm_st_writer_write(w, vals, (size_t)n * sizeof(float), err);
-    (p->dtype == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(vals, b->half, (size_t)n);
-    return tm_st_writer_write(w, b->half, (size_t)n * sizeof(uint16_t), err);
+    const void *bytes = vals;
+    if (p->dtype != TM_TYPE_F32) {
+        (p->dtype == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(vals, b->half, (size_t)n);
+        bytes = b->half;
+    }
+    const size_t len = (size_t)n * tm_type_block_bytes(p->dtype);
+    st = tm_st_writer_write(w, bytes, len, err);
+    cli_progress_add(&b->progress, len);
+    return st;
 }
 
 static bool add_metadata(const tm_file *f, tm_st_writer *w, tm_error *err)
@@ -322,12 +329,12 @@ static int write_index(const plan *p, const char *dir, char **shard_names)
 
 static int write_all(const tm_file *f, const plan *p, const char *out)
 {
-    buffers b = {malloc(CHUNK_FLOATS * sizeof(float)),
-                 malloc(CHUNK_FLOATS * sizeof(float)),
-                 malloc(CHUNK_FLOATS * sizeof(uint16_t))};
+    buffers b = {malloc(CHUNK_FLOATS * sizeof(float)), malloc(CHUNK_FLOATS * sizeof(float)),
+                 malloc(CHUNK_FLOATS * sizeof(uint16_t)), {0}};
     char **names = calloc(p->n_shards, sizeof *names);
     tm_error err = {0};
     int rc = CLI_OK;
+    cli_progress_start(&b.progress, "export", "bytes", p->total_bytes);
     if (!b.f || !b.perm || !b.half || !names) {
         cli_errorf("export: out of memory");
         rc = CLI_FAIL;
@@ -357,6 +364,7 @@ static int write_all(const tm_file *f, const plan *p, const char *out)
     }
     if (rc == CLI_OK && p->max_shard)
         rc = write_index(p, out, names);
+    cli_progress_end(&b.progress);
     for (uint32_t s = 0; s < p->n_shards && names; s++)
         free(names[s]);
     free(names);
