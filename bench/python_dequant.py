@@ -20,7 +20,8 @@ every repeat) so that the machine's noise falls on all alike, the median and min
                     (verified bit for bit against the library on the golden tensor first)
 
 GB/s are of float32 output, 1 GB = 10^9 bytes. "vs C" is time per output byte against the C
-case named in brackets (numpy: against C, preallocated), from medians.
+case named in brackets (numpy: against C, preallocated), from medians; "paired" the median over
+repeats of each run against its C case's run in the same repeat (they run next to each other).
 """
 
 import argparse
@@ -131,6 +132,9 @@ def main():
     ap.add_argument("--dir", default="/tmp", help="where the test files are written")
     ap.add_argument("--keep", action="store_true", help="keep the test files")
     ap.add_argument("--types", default="q4_K,q8_0")
+    ap.add_argument("--cases", default="all",
+                    help="comma-separated subset: prealloc (C + get_tensor(out=)), fresh "
+                         "(C + get_tensor), numpy")
     args = ap.parse_args()
 
     cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
@@ -139,7 +143,7 @@ def main():
           f"per-file ISA flags); Python {platform.python_version()}, numpy {np.__version__}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"{'type':6} {'input MiB':>9} {'output MiB':>10}  {'what':17} {'median s':>9} "
-          f"{'min s':>7} {'GB/s':>6} {'vs C':>6}")
+          f"{'min s':>7} {'GB/s':>6} {'vs C':>6} {'paired':>7}")
     sys.stdout.flush()
     with tensormap.open(GOLDEN) as golden:
         for type_name in args.types.split(","):
@@ -149,6 +153,7 @@ def main():
             want = golden.get_tensor(name).reshape(-1)
             assert np.array_equal(mine.view(np.uint32), want.view(np.uint32)), \
                 f"numpy {type_name} decoder differs from the library"
+            call_overhead(golden, name)
             path = os.path.join(args.dir, f"tensormap-bench-{type_name}-{os.getpid()}.gguf")
             write_tensor_file(path, type_name, golden.get_raw(name).copy(), args.mib << 20)
             try:
@@ -156,6 +161,29 @@ def main():
             finally:
                 if not args.keep:
                     os.unlink(path)
+
+
+def call_overhead(f, name):
+    """What the binding adds per call, on a small tensor where the decode itself is short: the
+    best of 7 batches of 2000 calls each, get_tensor(out=) against the bare ctypes call."""
+    _, t = f._tensor(name)
+    out, err = f.get_tensor(name), _lib.Error()
+    calls = {"ctypes tm_dequant_tensor": lambda: c.tm_dequant_tensor(t, out.ctypes.data, 0,
+                                                                     ctypes.byref(err)),
+             "get_tensor(out=)": lambda: f.get_tensor(name, out=out)}
+    best = {}
+    for k, fn in calls.items():
+        samples = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            for _ in range(2000):
+                fn()
+            samples.append((time.perf_counter() - t0) / 2000)
+        best[k] = min(samples)
+    print(f"{name} ({out.size} values): per call {best['ctypes tm_dequant_tensor'] * 1e6:.1f} us "
+          f"bare, {best['get_tensor(out=)'] * 1e6:.1f} us through get_tensor(out=): the binding "
+          f"adds {(best['get_tensor(out=)'] - best['ctypes tm_dequant_tensor']) * 1e6:.1f} us",
+          flush=True)
 
 
 def run(path, type_name, args):
@@ -182,6 +210,11 @@ def run(path, type_name, args):
             "get_tensor": (lambda: f.get_tensor("weight"), "C, fresh buffer"),
             "numpy": (lambda: NUMPY[type_name](raw[:numpy_bytes]), "C, preallocated"),
         }
+        groups = {"prealloc": ("C, preallocated", "get_tensor(out=)"),
+                  "fresh": ("C, fresh buffer", "get_tensor"), "numpy": ("numpy",)}
+        if args.cases != "all":
+            wanted = {k for g in args.cases.split(",") for k in groups[g]} | {"C, preallocated"}
+            cases = {k: v for k, v in cases.items() if k in wanted}
         out_bytes = {k: n * 4 for k in cases}
         out_bytes["numpy"] = numpy_bytes // (144 if type_name == "q4_K" else 34) * \
             (256 if type_name == "q4_K" else 32) * 4
@@ -204,9 +237,13 @@ def run(path, type_name, args):
         for k, ts in times.items():
             med, base = statistics.median(ts), cases[k][1]
             ratio = (med / out_bytes[k]) / (statistics.median(times[base]) / out_bytes[base])
+            # each repeat's run against its C case's run of the same repeat (adjacent in time:
+            # slow drifts of the machine's load cancel), then the median of those ratios
+            paired = statistics.median((t / out_bytes[k]) / (b / out_bytes[base])
+                                       for t, b in zip(ts, times[base]))
             print(f"{type_name:6} {info['nbytes'] / 2**20 if k != 'numpy' else numpy_bytes / 2**20:9.0f} "
                   f"{out_bytes[k] / 2**20:10.0f}  {k:17} {med:9.3f} {min(ts):7.3f} "
-                  f"{out_bytes[k] / med / 1e9:6.2f} {ratio:5.2f}x", flush=True)
+                  f"{out_bytes[k] / med / 1e9:6.2f} {ratio:5.2f}x {paired:6.2f}x", flush=True)
 
 
 if __name__ == "__main__":
