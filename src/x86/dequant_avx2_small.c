@@ -13,6 +13,9 @@
 #include <immintrin.h>
 #include <string.h>
 
+/* The table helpers take a pair of registers: forced inline, or gcc passes them in memory. */
+#define INLINE static inline __attribute__((always_inline))
+
 static float half(const uint8_t *p)
 {
     uint16_t h;
@@ -27,7 +30,7 @@ typedef struct table16 {
     __m256 lo, hi;
 } table16;
 
-static table16 values16(const int8_t kv[16])
+INLINE table16 values16(const int8_t kv[16])
 {
     const uint8_t *p = (const uint8_t *)kv;
     return (table16){ _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(ld64(p))),
@@ -35,11 +38,11 @@ static table16 values16(const int8_t kv[16])
 }
 
 /* table * s and s * table: the scalar kernels' operand orders. */
-static table16 times(table16 t, __m256 s) { return (table16){ _mm256_mul_ps(t.lo, s), _mm256_mul_ps(t.hi, s) }; }
-static table16 scaled(__m256 s, table16 t) { return (table16){ _mm256_mul_ps(s, t.lo), _mm256_mul_ps(s, t.hi) }; }
+INLINE table16 times(table16 t, __m256 s) { return (table16){ _mm256_mul_ps(t.lo, s), _mm256_mul_ps(t.hi, s) }; }
+INLINE table16 scaled(__m256 s, table16 t) { return (table16){ _mm256_mul_ps(s, t.lo), _mm256_mul_ps(s, t.hi) }; }
 
 /* Entry (bits 0..3 of each lane of idx) of a 16-entry table. */
-static __m256 lookup16(__m256i idx, table16 t)
+INLINE __m256 lookup16(__m256i idx, table16 t)
 {
     const __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));
     return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t.lo, idx), _mm256_permutevar8x32_ps(t.hi, idx), sel);
@@ -47,7 +50,7 @@ static __m256 lookup16(__m256i idx, table16 t)
 
 /* 8 + 8 elements from 8 bytes of nibbles: dst[j] the low nibble of byte j, dst[far + j] the
  * high one. */
-static void nibbles8(float *dst, size_t far, const uint8_t *q, table16 t)
+INLINE void nibbles8(float *dst, size_t far, const uint8_t *q, table16 t)
 {
     const __m256i x = _mm256_cvtepu8_epi32(ld64(q));
     _mm256_storeu_ps(dst, lookup16(x, t));
@@ -55,7 +58,7 @@ static void nibbles8(float *dst, size_t far, const uint8_t *q, table16 t)
 }
 
 /* 32 elements from 16 bytes (q4_0's order: low nibbles 0..15, high nibbles 16..31). */
-static void nibbles32(float *dst, const uint8_t *qs, table16 t)
+INLINE void nibbles32(float *dst, const uint8_t *qs, table16 t)
 {
     nibbles8(dst, 16, qs, t);
     nibbles8(dst + 8, 16, qs + 8, t);
@@ -138,12 +141,13 @@ static void dequant_tq2_0_avx2(const void *src, float *dst, size_t n)
     }
 }
 
-/* Trits of 8 bytes (one per lane), lane by lane trit number pow3 = 3^n: ((b * 3^n) mod 256 * 3)
- * >> 8, as the scalar kernel, through the table of (t - 1) * d. */
-static __m256 trits8(__m256i bytes, __m256i pow3, __m256 t)
+/* Trits of 8 bytes (one per 32-bit lane), trit n of each lane given by pow3_8 = 3^n * 256:
+ * the scalar kernel's ((b * 3^n) mod 256 * 3) >> 8, in 16-bit arithmetic: the low 16 bits of
+ * b * 3^n * 256 are (b * 3^n mod 256) << 8, and the high half of that times 3 is the trit (the
+ * lanes' upper 16 bits are 0 throughout). Then the table of (t - 1) * d. */
+static __m256 trits8(__m256i bytes, __m256i pow3_8, __m256 t)
 {
-    const __m256i q = _mm256_and_si256(_mm256_mullo_epi32(bytes, pow3), _mm256_set1_epi32(0xff));
-    const __m256i tr = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(q, q), q), 8);
+    const __m256i tr = _mm256_mulhi_epu16(_mm256_mullo_epi16(bytes, pow3_8), _mm256_set1_epi32(3));
     return _mm256_permutevar8x32_ps(t, tr);
 }
 
@@ -152,24 +156,24 @@ static __m256 trits8(__m256i bytes, __m256i pow3, __m256 t)
 static void dequant_tq1_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    static const int pow3[5] = { 1, 3, 9, 27, 81 };
-    const __m256i qh_pow3_lo = _mm256_set_epi32(3, 3, 3, 3, 1, 1, 1, 1);
-    const __m256i qh_pow3_hi = _mm256_set_epi32(27, 27, 27, 27, 9, 9, 9, 9);
+    static const int pow3_8[5] = { 1 << 8, 3 << 8, 9 << 8, 27 << 8, 81 << 8 };
+    const __m256i qh_pow3_8_lo = _mm256_set_epi32(768, 768, 768, 768, 256, 256, 256, 256);
+    const __m256i qh_pow3_8_hi = _mm256_set_epi32(6912, 6912, 6912, 6912, 2304, 2304, 2304, 2304);
     for (size_t i = 0; i < n; i++, b += 54, dst += 256) {
         const __m256 t = _mm256_mul_ps(codes4(), _mm256_set1_ps(half(b + 52)));
         __m256i x[6];
         for (int h = 0; h < 6; h++)
             x[h] = _mm256_cvtepu8_epi32(ld64(b + 8 * h));
         for (int k = 0; k < 5; k++) {
-            const __m256i p = _mm256_set1_epi32(pow3[k]);
+            const __m256i p = _mm256_set1_epi32(pow3_8[k]);
             for (int h = 0; h < 4; h++)
                 _mm256_storeu_ps(dst + 32 * k + 8 * h, trits8(x[h], p, t));
             for (int h = 0; h < 2; h++)
                 _mm256_storeu_ps(dst + 160 + 16 * k + 8 * h, trits8(x[4 + h], p, t));
         }
         const __m256i qh = _mm256_cvtepu8_epi32(_mm_set1_epi32((int)tm__rd32(b + 48)));
-        _mm256_storeu_ps(dst + 240, trits8(qh, qh_pow3_lo, t));
-        _mm256_storeu_ps(dst + 248, trits8(qh, qh_pow3_hi, t));
+        _mm256_storeu_ps(dst + 240, trits8(qh, qh_pow3_8_lo, t));
+        _mm256_storeu_ps(dst + 248, trits8(qh, qh_pow3_8_hi, t));
     }
 }
 

@@ -125,12 +125,13 @@ static void dequant_tq2_0_avx512(const void *src, float *dst, size_t n)
     }
 }
 
-/* Trits of 16 bytes (one per lane), lane by lane trit number pow3 = 3^n: ((b * 3^n) mod 256
- * * 3) >> 8, as the scalar kernel, through the table of (t - 1) * d. */
-static __m512 trits16(__m512i bytes, __m512i pow3, __m512 t)
+/* Trits of 16 bytes (one per 32-bit lane), trit n of each lane given by pow3_8 = 3^n * 256:
+ * the scalar kernel's ((b * 3^n) mod 256 * 3) >> 8, in 16-bit arithmetic: the low 16 bits of
+ * b * 3^n * 256 are (b * 3^n mod 256) << 8, and the high half of that times 3 is the trit (the
+ * lanes' upper 16 bits are 0 throughout). Then the table of (t - 1) * d. */
+static __m512 trits16(__m512i bytes, __m512i pow3_8, __m512 t)
 {
-    const __m512i q = _mm512_and_si512(_mm512_mullo_epi32(bytes, pow3), _mm512_set1_epi32(0xff));
-    const __m512i tr = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(q, q), q), 8);
+    const __m512i tr = _mm512_mulhi_epu16(_mm512_mullo_epi16(bytes, pow3_8), _mm512_set1_epi32(3));
     return _mm512_permutexvar_ps(tr, t);
 }
 
@@ -139,21 +140,22 @@ static __m512 trits16(__m512i bytes, __m512i pow3, __m512 t)
 static void dequant_tq1_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    static const int pow3[5] = { 1, 3, 9, 27, 81 };
-    const __m512i qh_pow3 = _mm512_set_epi32(27, 27, 27, 27, 9, 9, 9, 9, 3, 3, 3, 3, 1, 1, 1, 1);
+    static const int pow3_8[5] = { 1 << 8, 3 << 8, 9 << 8, 27 << 8, 81 << 8 };
+    const __m512i qh_pow3_8 = _mm512_set_epi32(6912, 6912, 6912, 6912, 2304, 2304, 2304, 2304,
+                                               768, 768, 768, 768, 256, 256, 256, 256);
     for (size_t i = 0; i < n; i++, b += 54, dst += 256) {
         const __m512 t = _mm512_mul_ps(codes4(), _mm512_set1_ps(half(b + 52)));
         const __m512i x0 = _mm512_cvtepu8_epi32(ld128(b));
         const __m512i x1 = _mm512_cvtepu8_epi32(ld128(b + 16));
         const __m512i x2 = _mm512_cvtepu8_epi32(ld128(b + 32));
         for (int k = 0; k < 5; k++) {
-            const __m512i p = _mm512_set1_epi32(pow3[k]);
+            const __m512i p = _mm512_set1_epi32(pow3_8[k]);
             _mm512_storeu_ps(dst + 32 * k, trits16(x0, p, t));
             _mm512_storeu_ps(dst + 32 * k + 16, trits16(x1, p, t));
             _mm512_storeu_ps(dst + 160 + 16 * k, trits16(x2, p, t));
         }
         const __m512i qh = _mm512_cvtepu8_epi32(_mm_set1_epi32((int)tm__rd32(b + 48)));
-        _mm512_storeu_ps(dst + 240, trits16(qh, qh_pow3, t));
+        _mm512_storeu_ps(dst + 240, trits16(qh, qh_pow3_8, t));
     }
 }
 
