@@ -74,9 +74,10 @@ typedef struct tm__kernels {
  * (with its -m flags) and its table here. */
 #if defined(__x86_64__)
 #define TM__ARCH_TABLES(X) \
-    X(tm__kernels_avx2) X(tm__kernels_avx2_small) X(tm__kernels_avx512) X(tm__kernels_avx512_small)
+    X(tm__kernels_avx2) X(tm__kernels_avx2_small) X(tm__kernels_avx2_iq) \
+    X(tm__kernels_avx512) X(tm__kernels_avx512_small) X(tm__kernels_avx512_iq)
 #elif defined(__aarch64__)
-#define TM__ARCH_TABLES(X) X(tm__kernels_neon)
+#define TM__ARCH_TABLES(X) X(tm__kernels_neon) X(tm__kernels_neon_iq)
 #else
 #define TM__ARCH_TABLES(X)
 #endif
