@@ -3,8 +3,8 @@
  * The instruction-set path is the dequant kernels' (tm_isa(): TM_ISA or cpuid, tm_set_isa). Per
  * type and mode, the kernel is taken from that path's table, else from the next path down
  * (avx512 -> avx2 -> scalar, neon -> scalar), else a row is computed here by decoding a few
- * blocks at a time into a stack buffer (tm_dequant_raw, bit-exact on every path) and taking the
- * path's float32 dot of them. So a type that gains a decoder works in both modes with no change
+ * blocks at a time into a stack buffer (tm_dequant_raw, bit-exact on every path) and taking their
+ * dot with x in double. So a type that gains a decoder works in both modes with no change
  * here. In TM_MATVEC_Q8, a type with no 8-bit kernel on any path falls back to that float32
  * computation, so it is exact to float32 rather than to 8 bits.
  *
@@ -78,7 +78,7 @@ typedef struct plan {
     uint32_t block_elems;
     tm__mv_f32_fn *f32;        /* the row kernel, or NULL: decode + dot */
     tm__mv_q8_fn *q8;          /* the 8-bit row kernel (TM_MATVEC_Q8), or NULL */
-    tm__mv_f32_fn *dot;        /* the path's float32 dot, for decode + dot */
+    tm__mv_f32_fn *dot;        /* the exact dot of decode + dot */
     const float *x;
     void *xq;                  /* x quantized (q8 only), owned by the plan */
     float *y;                  /* y[0] is row r0 */
@@ -189,7 +189,9 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
     p->type = t->type;
     p->block_elems = be;
     p->f32 = find_f32(chain, slot);
-    p->dot = find_f32(chain, TM_TYPE_F32);
+    /* decode + dot takes the scalar f32 dot: each product exact in double. A SIMD float dot
+     * broke 1e-6 on golden iq1_m and q1_0 rows whose terms sum to 300 times max|y|. */
+    p->dot = tm__matvec_scalar.f32[TM_TYPE_F32];
     p->x = x;
     p->y = y;
     p->r0 = r0;
@@ -207,7 +209,7 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
     return TM_OK;
 }
 
-/* Decode + dot: FALLBACK_FLOATS at a time, the pieces' dots summed in double, in order. */
+/* Decode + dot: FALLBACK_FLOATS at a time, every product and sum in double, in order. */
 static float fallback_row(const plan *p, const uint8_t *row)
 {
     float buf[FALLBACK_FLOATS];

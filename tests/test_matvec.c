@@ -169,6 +169,45 @@ Test(matvec, q8_0_matches_naive_double) { check_tensor("q8.weight", 1); }
 Test(matvec, f16_row_wider_than_a_tile) { check_tensor("f16.weight", 12345); }
 Test(matvec, q6_K_matches_naive_double) { check_tensor("q6k.weight", 3); }
 
+/* --q8: x quantized to 8 bits (docs/matvec.md: about 0.7 % of the rms of y for such x); the
+ * error over all rows stays under 2 %, on three threads. */
+Test(matvec, q8_flag_within_the_8_bit_error)
+{
+    tm_file *f = NULL;
+    tm_error err = {0};
+    cr_assert_eq(tm_open(model, 0, &f, &err), TM_OK, "%s", err.message);
+    const tm_tensor *t = tm_tensor_find(f, "q4k.weight");
+    cr_assert(t);
+    const uint64_t cols = t->ne[0], rows = t->ne[1];
+    float *wf = malloc(t->n_elements * sizeof *wf);
+    cr_assert(wf);
+    cr_assert_eq(tm_dequant_tensor(t, wf, 1, &err), TM_OK, "%s", err.message);
+    char args[256];
+    snprintf(args, sizeof args, "%s q4k.weight --seed 5 --q8 --threads 3 --all", model);
+    int status;
+    char *out = run(args, &status);
+    cr_assert_eq(status, 0, "matvec failed: %s", out);
+    cr_assert(strstr(out, "x in 8 bits (TM_MATVEC_Q8)"), "%s", out);
+    double err2 = 0, ref2 = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        double want = 0;
+        for (uint64_t i = 0; i < cols; i++)
+            want += (double)wf[r * cols + i] * x_at(5, i);
+        char key[64];
+        snprintf(key, sizeof key, "\ny[%llu] = ", (unsigned long long)r);
+        const char *at = strstr(out, key);
+        cr_assert(at, "no y[%llu] in the output:\n%s", (unsigned long long)r, out);
+        const double got = strtod(at + strlen(key), NULL);
+        err2 += (got - want) * (got - want);
+        ref2 += want * want;
+    }
+    cr_assert(sqrt(err2) <= 0.02 * sqrt(ref2), "--q8: rms error %.3g of the rms of y",
+              sqrt(err2 / ref2));
+    free(out);
+    free(wf);
+    tm_close(f);
+}
+
 Test(matvec, refusals_and_help)
 {
     int status;
