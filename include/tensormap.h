@@ -377,6 +377,10 @@ TM_API tm_status tm_dequant_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, f
  * result is bit-identical to one thread. */
 TM_API tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_threads,
                                    tm_error *err);
+/* Rows [r0, r1) as tm_dequant_rows, on n_threads threads (0 = online CPUs) as
+ * tm_dequant_tensor: bit-identical to one thread. */
+TM_API tm_status tm_dequant_rows_mt(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
+                                    unsigned n_threads, tm_error *err);
 /* Decode n_elements (a whole number of blocks) of type from raw block bytes. */
 TM_API tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_elements,
                                 float *out, tm_error *err);
@@ -390,6 +394,54 @@ TM_API const char *tm_isa(void);
 TM_API tm_status tm_set_isa(const char *name, tm_error *err);
 /* Whether this machine can run a path ("scalar" always can). */
 TM_API bool tm_isa_available(const char *name);
+
+/* Round float32 values to IEEE binary16 (f16) or bfloat16, to nearest with ties to even, as
+ * PyTorch's Tensor.to(torch.float16 / torch.bfloat16) rounds: subnormal results are kept (no
+ * flush to zero), values beyond the largest finite one become infinity, infinities stay, and NaN
+ * stays NaN (quiet, its sign kept, its payload not). Integer arithmetic only: the result does
+ * not depend on the FPU's mode. src and dst may not overlap. */
+TM_API void tm_f32_to_f16(const float *src, uint16_t *dst, size_t n);
+TM_API void tm_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Writing safetensors files, streamed: declare the metadata and every tensor first (the header
+ * holds all offsets), then tm_st_writer_begin writes the header and the tensors' bytes follow
+ * in the order declared, in pieces of any size. Laid out as the reference writer (Hugging Face
+ * safetensors) lays it out: "__metadata__" first, the JSON header padded with spaces to a
+ * multiple of 8 bytes, the tensors contiguous in the order declared (declare larger element
+ * sizes first and every tensor is aligned to its element size). The file is written through
+ * tm_outfile: nothing appears at path until tm_st_writer_finish succeeds, and what path named
+ * before is untouched on any failure.
+ * Errors: TM_INVALID_ARG (calls out of order, more or fewer data bytes than declared),
+ * TM_DUPLICATE (a name or key twice), TM_BAD_VALUE (a name, key or value not valid UTF-8),
+ * TM_UNSUPPORTED (a type with no safetensors dtype: the block-quantized ones), TM_LIMIT (more
+ * than 4 dimensions, sizes past 2^63), TM_IO (with the system's reason), TM_NOMEM.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct tm_st_writer tm_st_writer;
+
+TM_API tm_status tm_st_writer_new(tm_st_writer **out, tm_error *err);
+/* Frees the writer; a file begun and not finished is removed (only the temporary file). */
+TM_API void tm_st_writer_free(tm_st_writer *w);
+/* A "__metadata__" entry (string to string). All of them come before the first tensor. */
+TM_API tm_status tm_st_writer_meta(tm_st_writer *w, const char *key, const char *value,
+                                   tm_error *err);
+/* A tensor of dtype (f64, f32, f16, bf16, the integer types, bool, f8) and shape in PyTorch
+ * order (slowest first; n_dims 0 is a scalar). */
+TM_API tm_status tm_st_writer_tensor(tm_st_writer *w, const char *name, tm_type dtype,
+                                     uint32_t n_dims, const uint64_t *shape, tm_error *err);
+/* Bytes of tensor data declared so far. */
+TM_API uint64_t tm_st_writer_data_size(const tm_st_writer *w);
+/* Write the header to a temporary file beside path. */
+TM_API tm_status tm_st_writer_begin(tm_st_writer *w, const char *path, tm_error *err);
+/* The temporary file being written (NULL before tm_st_writer_begin), for a signal handler
+ * that must remove it before the process dies. */
+TM_API const char *tm_st_writer_temp_path(const tm_st_writer *w);
+/* The next n bytes of tensor data, in declaration order. */
+TM_API tm_status tm_st_writer_write(tm_st_writer *w, const void *bytes, size_t n,
+                                    tm_error *err);
+/* Check every declared byte arrived, sync, rename into place; frees w, also on failure. */
+TM_API tm_status tm_st_writer_finish(tm_st_writer *w, tm_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Writing GGUF files. The header is built in memory; tm_writer_finish writes header, padding

@@ -284,14 +284,10 @@ tm_status tm_dequant_elements(const tm_tensor *t, uint64_t first, uint64_t n, fl
     return tm_dequant_blocks(t, first / be, n / be, out, err);
 }
 
-tm_status tm_dequant_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
-                          tm_error *err)
+/* Rows [r0, r1) inside the tensor, and rows made of whole blocks. */
+static tm_status check_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, uint32_t be,
+                            tm_error *err)
 {
-    uint64_t total;
-    uint32_t be;
-    tm_status st = tensor_blocks(t, &total, &be, err);
-    if (st != TM_OK)
-        return st;
     const uint64_t rows = tm_tensor_rows(t);
     char label[128];
     if (r0 > r1 || r1 > rows)
@@ -303,6 +299,19 @@ tm_status tm_dequant_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, float *o
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: a row of %llu elements is not a whole number of %u-element blocks",
                         tensor_label(t, label, sizeof label), (unsigned long long)t->ne[0], be);
+    return TM_OK;
+}
+
+tm_status tm_dequant_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
+                          tm_error *err)
+{
+    uint64_t total;
+    uint32_t be;
+    tm_status st = tensor_blocks(t, &total, &be, err);
+    if (st == TM_OK)
+        st = check_rows(t, r0, r1, be, err);
+    if (st != TM_OK)
+        return st;
     const uint64_t per_row = t->ne[0] / be;
     return tm_dequant_blocks(t, r0 * per_row, (r1 - r0) * per_row, out, err);
 }
@@ -357,22 +366,20 @@ static unsigned online_cpus(void)
     return n < 1 ? 1u : (unsigned)n;
 }
 
-tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_threads, tm_error *err)
+/* Blocks [first_block, first_block + n_blocks) of t into out on n_threads threads. */
+static tm_status dequant_threads(const tm_tensor *t, uint64_t first_block, uint64_t n_blocks,
+                                 uint32_t be, float *out, unsigned n_threads, tm_error *err)
 {
-    uint64_t total;
-    uint32_t be;
-    tm_status st = tensor_blocks(t, &total, &be, err);
-    if (st != TM_OK)
-        return st;
     shared_job s;
-    st = prepare(t, t->type, t->data, total, out, &s.whole, err);
+    tm_status st = prepare(t, t->type, (const uint8_t *)t->data +
+                           first_block * tm_type_block_bytes(t->type), n_blocks, out, &s.whole, err);
     if (st != TM_OK)
         return st;
     s.chunk_blocks = CHUNK_BYTES / sizeof(float) / be;
     atomic_init(&s.next, 0);
 
     /* no more threads than chunks; the calling thread is one of them; handles on this stack */
-    const uint64_t chunks = (total + s.chunk_blocks - 1) / s.chunk_blocks;
+    const uint64_t chunks = (n_blocks + s.chunk_blocks - 1) / s.chunk_blocks;
     unsigned n = n_threads ? n_threads : online_cpus();
     if (n > MAX_THREADS)
         n = MAX_THREADS;
@@ -387,4 +394,26 @@ tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_threads, 
     for (unsigned i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
     return TM_OK;
+}
+
+tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_threads, tm_error *err)
+{
+    uint64_t total;
+    uint32_t be;
+    tm_status st = tensor_blocks(t, &total, &be, err);
+    return st != TM_OK ? st : dequant_threads(t, 0, total, be, out, n_threads, err);
+}
+
+tm_status tm_dequant_rows_mt(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
+                             unsigned n_threads, tm_error *err)
+{
+    uint64_t total;
+    uint32_t be;
+    tm_status st = tensor_blocks(t, &total, &be, err);
+    if (st == TM_OK)
+        st = check_rows(t, r0, r1, be, err);
+    if (st != TM_OK)
+        return st;
+    const uint64_t per_row = t->ne[0] / be;
+    return dequant_threads(t, r0 * per_row, (r1 - r0) * per_row, be, out, n_threads, err);
 }

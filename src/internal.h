@@ -75,6 +75,9 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err);
 /* True when the bytes look like a safetensors file (u64 length then '{'). */
 bool tm__safetensors_sniff(const uint8_t *p, uint64_t size);
 
+/* safetensors.c: the dtype name the format spells for a type ("BF16"), NULL when it has none. */
+const char *tm__st_dtype_name(tm_type type);
+
 /* ---- shard.c: the files of a sharded checkpoint or split set, whatever their format ---- */
 
 /* Whether the file has a directory its siblings are in (not a buffer, not standard input). */

@@ -41,6 +41,14 @@ static const struct st_dtype {
     {"BOOL", TM_TYPE_BOOL, 1},       {"F8_E4M3", TM_TYPE_F8_E4M3, 1}, {"F8_E5M2", TM_TYPE_F8_E5M2, 1},
 };
 
+const char *tm__st_dtype_name(tm_type type)
+{
+    for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
+        if (st_dtypes[i].type == type)
+            return st_dtypes[i].name;
+    return NULL;
+}
+
 /* What f->owned holds for a safetensors file: the parsed JSON trees (names and strings point
  * into them) and the index's numeric metadata values. */
 typedef struct st_owned {

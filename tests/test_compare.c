@@ -1,8 +1,6 @@
-/* tensormap compare, end to end: a tiny llama-shaped checkpoint (BF16 weights and norms, tied
- * embeddings) as safetensors, and its conversion written here the way llama.cpp's converter
- * writes it (llama.cpp names, ne reversed, query/key rows permuted, norms widened to F32, the
- * output stored, a generated rope_freqs.weight) with the project's GGUF writer. The permutation
- * and the widening are this file's own code, from the converter's definition. */
+/* tensormap compare, end to end, on the tiny llama-shaped checkpoint and its conversion of
+ * llama_pair.h. */
+#include "llama_pair.h"
 #include "st_writer.h"
 #include "tensormap.h"
 
@@ -15,188 +13,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-enum { EMBD = 8, N_HEAD = 2, N_HEAD_KV = 1, HD = EMBD / N_HEAD, FF = 16, VOCAB = 10, LAYERS = 2 };
-
-/* One HF tensor: name, PyTorch shape, and (for llama's q/k) how many heads were permuted. */
-typedef struct spec {
-    char hf[96], gguf[96];
-    uint64_t rows, cols;      /* cols 0: a 1-d tensor of rows values */
-    int heads;                /* 0: not permuted */
-    int is_norm;
-} spec;
-
-static spec specs[64];
-static int n_specs;
-
-static void add_spec(const char *hf, const char *gguf, uint64_t rows, uint64_t cols, int heads,
-                     int is_norm)
-{
-    spec *s = &specs[n_specs++];
-    snprintf(s->hf, sizeof s->hf, "%s", hf);
-    snprintf(s->gguf, sizeof s->gguf, "%s", gguf);
-    s->rows = rows;
-    s->cols = cols;
-    s->heads = heads;
-    s->is_norm = is_norm;
-}
-
-static void make_specs(void)
-{
-    n_specs = 0;
-    add_spec("model.embed_tokens.weight", "token_embd.weight", VOCAB, EMBD, 0, 0);
-    for (int l = 0; l < LAYERS; l++) {
-        char hf[96], gg[96];
-#define LAYER(hfpart, ggpart, rows, cols, heads, norm)                                 \
-        snprintf(hf, sizeof hf, "model.layers.%d.%s", l, hfpart);                       \
-        snprintf(gg, sizeof gg, "blk.%d.%s", l, ggpart);                                \
-        add_spec(hf, gg, rows, cols, heads, norm);
-        LAYER("self_attn.q_proj.weight", "attn_q.weight", EMBD, EMBD, N_HEAD, 0)
-        LAYER("self_attn.k_proj.weight", "attn_k.weight", N_HEAD_KV * HD, EMBD, N_HEAD_KV, 0)
-        LAYER("self_attn.v_proj.weight", "attn_v.weight", N_HEAD_KV * HD, EMBD, 0, 0)
-        LAYER("self_attn.o_proj.weight", "attn_output.weight", EMBD, EMBD, 0, 0)
-        LAYER("mlp.gate_proj.weight", "ffn_gate.weight", FF, EMBD, 0, 0)
-        LAYER("mlp.up_proj.weight", "ffn_up.weight", FF, EMBD, 0, 0)
-        LAYER("mlp.down_proj.weight", "ffn_down.weight", EMBD, FF, 0, 0)
-        LAYER("input_layernorm.weight", "attn_norm.weight", EMBD, 0, 0, 1)
-        LAYER("post_attention_layernorm.weight", "ffn_norm.weight", EMBD, 0, 0, 1)
-#undef LAYER
-    }
-    add_spec("model.norm.weight", "output_norm.weight", EMBD, 0, 0, 1);
-}
-
-/* Deterministic BF16 values in (-2, 2): the top half of a float's bits. */
-static uint32_t rng = 12345;
-static uint16_t next_bf16(void)
-{
-    rng = rng * 1664525u + 1013904223u;
-    float v = ((float)(rng >> 8) / 16777216.0f) * 4.0f - 2.0f;
-    uint32_t bits;
-    memcpy(&bits, &v, 4);
-    return (uint16_t)(bits >> 16);
-}
-
-/* convert_hf_to_gguf.py permute(): w.reshape(n_head, 2, rows/n_head/2, cols).swapaxes(1, 2)
- * .reshape(rows, cols): out[h][i][j] = in[h][j][i] over (head, half, pair) row coordinates. */
-static void permute_rows(const uint16_t *in, uint16_t *out, uint64_t rows, uint64_t cols, int n_head)
-{
-    uint64_t half = rows / (uint64_t)n_head / 2;
-    for (uint64_t h = 0; h < (uint64_t)n_head; h++)
-        for (uint64_t i = 0; i < half; i++)
-            for (uint64_t j = 0; j < 2; j++) {
-                uint64_t out_row = (h * half + i) * 2 + j, in_row = (h * 2 + j) * half + i;
-                memcpy(out + out_row * cols, in + in_row * cols, cols * sizeof *in);
-            }
-}
-
-static char dir[64], st_path[128], gguf_path[128];
-
-static void setup(void)
-{
-    strcpy(dir, "/tmp/tm_cmp_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(st_path, sizeof st_path, "%s/model.safetensors", dir);
-    snprintf(gguf_path, sizeof gguf_path, "%s/model.gguf", dir);
-    make_specs();
-}
-
-static void teardown(void)
-{
-    unlink(st_path);
-    unlink(gguf_path);
-    rmdir(dir);
-}
-
-/* What to do differently from a faithful conversion. */
-typedef struct variant {
-    const char *arch;          /* "llama" unless set */
-    const char *poke;          /* GGUF tensor whose element poke_at is one bf16 ulp off */
-    uint64_t poke_at;
-    int drop_output;           /* the GGUF leaves out output.weight (tied) */
-    int inv_freq;              /* the checkpoint has a rotary_emb.inv_freq (the converter drops it) */
-    int lm_head;               /* the checkpoint stores lm_head.weight (= the embedding) */
-    int no_heads;              /* the GGUF does not say its head counts */
-    const char *transpose;     /* GGUF tensor written with its two dimensions swapped */
-} variant;
-
-static void write_pair(const variant *v)
-{
-    rng = 12345;
-    st_writer *sw = st_writer_new();
-    st_writer_meta(sw, "format", "pt");
-    tm_writer *gw = NULL;
-    tm_error err = {0};
-    cr_assert_eq(tm_writer_new(&gw, &err), TM_OK, "%s", err.message);
-    const char *arch = v->arch ? v->arch : "llama";
-    char key[64];
-    uint32_t u;
-    cr_assert_eq(tm_writer_kv_str(gw, "general.architecture", arch, strlen(arch), &err), TM_OK);
-    if (!v->no_heads) {
-        snprintf(key, sizeof key, "%s.attention.head_count", arch);
-        u = N_HEAD;
-        cr_assert_eq(tm_writer_kv_scalar(gw, key, TM_V_U32, &u, &err), TM_OK);
-        snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
-        u = N_HEAD_KV;
-        cr_assert_eq(tm_writer_kv_scalar(gw, key, TM_V_U32, &u, &err), TM_OK);
-    }
-
-    /* buffers stay alive until tm_writer_finish (the writer references them) */
-    void *keep[128];
-    int n_keep = 0;
-    for (int i = 0; i < n_specs; i++) {
-        const spec *s = &specs[i];
-        uint64_t n = s->rows * (s->cols ? s->cols : 1);
-        uint16_t *hf = malloc(n * 2), *conv = malloc(n * 2);
-        for (uint64_t k = 0; k < n; k++)
-            hf[k] = next_bf16();
-        uint64_t shape[2] = {s->rows, s->cols};
-        st_writer_add(sw, s->hf, "BF16", s->cols ? 2 : 1, shape, hf, n * 2);
-        if (s->heads)
-            permute_rows(hf, conv, s->rows, s->cols, s->heads);
-        else
-            memcpy(conv, hf, n * 2);
-        uint64_t ne[2] = {s->cols ? s->cols : s->rows, s->rows};
-        if (v->transpose && strcmp(v->transpose, s->gguf) == 0) {
-            ne[0] = s->rows;
-            ne[1] = s->cols;
-        }
-        void *data = conv;
-        tm_type type = TM_TYPE_BF16;
-        if (s->is_norm) { /* the converter stores norms as F32: BF16 widened exactly */
-            uint32_t *f = malloc(n * 4);
-            for (uint64_t k = 0; k < n; k++)
-                f[k] = (uint32_t)conv[k] << 16;
-            data = f;
-            type = TM_TYPE_F32;
-            keep[n_keep++] = f;
-        }
-        if (v->poke && strcmp(v->poke, s->gguf) == 0) {
-            cr_assert(!s->is_norm);
-            conv[v->poke_at] ^= 0x0001; /* one ulp of bf16 */
-        }
-        cr_assert_eq(tm_writer_tensor(gw, s->gguf, type, s->cols ? 2 : 1, ne, data, &err), TM_OK,
-                     "%s", err.message);
-        if (strcmp(s->gguf, "token_embd.weight") == 0 && !v->drop_output)
-            cr_assert_eq(tm_writer_tensor(gw, "output.weight", type, 2, ne, data, &err), TM_OK);
-        if (strcmp(s->gguf, "token_embd.weight") == 0 && v->lm_head)
-            st_writer_add(sw, "lm_head.weight", "BF16", 2, shape, hf, n * 2);
-        keep[n_keep++] = hf;
-        keep[n_keep++] = conv;
-    }
-    static const float rope[HD / 2] = {1.0f, 0.5f};
-    if (v->inv_freq) {
-        const uint64_t s1[1] = {HD / 2};
-        st_writer_add(sw, "model.layers.0.self_attn.rotary_emb.inv_freq", "F32", 1, s1, rope,
-                      sizeof rope);
-    }
-    const uint64_t rope_ne[1] = {HD / 2};
-    cr_assert_eq(tm_writer_tensor(gw, "rope_freqs.weight", TM_TYPE_F32, 1, rope_ne, rope, &err), TM_OK);
-    cr_assert_eq(tm_writer_finish(gw, gguf_path, &err), TM_OK, "%s", err.message);
-    cr_assert_eq(st_writer_write(sw, st_path), 0);
-    st_writer_free(sw);
-    for (int i = 0; i < n_keep; i++)
-        free(keep[i]);
-}
 
 /* Run the tool; its stdout into out (NUL-terminated); returns the exit status. */
 static int run_tool(const char *args, char *out, size_t cap)
@@ -243,7 +59,7 @@ static uint64_t summary(json_t *j, const char *key)
 /* pairs: one per HF tensor plus the GGUF's output tied to the embedding */
 #define N_PAIRS (1 + LAYERS * 9 + 1 + 1)
 
-Test(compare, faithful_conversion_matches, .init = setup, .fini = teardown)
+Test(compare, faithful_conversion_matches, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){0});
     static char out[1 << 16];
@@ -271,7 +87,7 @@ Test(compare, faithful_conversion_matches, .init = setup, .fini = teardown)
     json_decref(j);
 }
 
-Test(compare, either_order, .init = setup, .fini = teardown)
+Test(compare, either_order, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){0});
     int rc;
@@ -282,7 +98,7 @@ Test(compare, either_order, .init = setup, .fini = teardown)
     json_decref(j);
 }
 
-Test(compare, tied_output_absent_from_gguf, .init = setup, .fini = teardown)
+Test(compare, tied_output_absent_from_gguf, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){.drop_output = 1});
     int rc;
@@ -294,7 +110,7 @@ Test(compare, tied_output_absent_from_gguf, .init = setup, .fini = teardown)
 
 /* One planted difference: exactly one value of one tensor, in a permuted one (so the index
  * arithmetic of the un-permutation is checked too). */
-Test(compare, one_changed_value_is_found, .init = setup, .fini = teardown)
+Test(compare, one_changed_value_is_found, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){.poke = "blk.1.attn_k.weight", .poke_at = 13});
     int rc;
@@ -331,7 +147,7 @@ Test(compare, one_changed_value_is_found, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "MISMATCH"), "%s", out);
 }
 
-Test(compare, tolerance_accepts_a_small_difference, .init = setup, .fini = teardown)
+Test(compare, tolerance_accepts_a_small_difference, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){.poke = "blk.0.ffn_up.weight", .poke_at = 5});
     int rc;
@@ -347,7 +163,7 @@ Test(compare, tolerance_accepts_a_small_difference, .init = setup, .fini = teard
 
 /* Without the llama permutation (qwen2 is converted without it), the permuted rows differ:
  * the un-permutation is what makes the faithful conversion match. */
-Test(compare, permutation_is_needed, .init = setup, .fini = teardown)
+Test(compare, permutation_is_needed, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){.arch = "qwen2"});
     int rc;
@@ -358,7 +174,7 @@ Test(compare, permutation_is_needed, .init = setup, .fini = teardown)
     json_decref(j);
 }
 
-Test(compare, same_format_by_name, .init = setup, .fini = teardown)
+Test(compare, same_format_by_name, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){0});
     int rc;
@@ -373,7 +189,7 @@ Test(compare, same_format_by_name, .init = setup, .fini = teardown)
     json_decref(j);
 }
 
-Test(compare, usage_errors, .init = setup, .fini = teardown)
+Test(compare, usage_errors, .init = pair_setup, .fini = pair_teardown)
 {
     static char out[4096];
     cr_expect_eq(run_tool("compare only_one_file 2>/dev/null", out, sizeof out), 2);
@@ -383,7 +199,7 @@ Test(compare, usage_errors, .init = setup, .fini = teardown)
 
 /* A quantized target: q8_0 blocks built by hand (half d, then 32 int8), so the decoded values
  * are known: qs[i] * d. The source holds the same values in F32, one of them off by 0.25. */
-Test(compare, quantized_target_reports_rmse, .init = setup, .fini = teardown)
+Test(compare, quantized_target_reports_rmse, .init = pair_setup, .fini = pair_teardown)
 {
     uint8_t block[34];
     const uint16_t d = 0x3800; /* 0.5 in IEEE half */
@@ -426,7 +242,7 @@ Test(compare, quantized_target_reports_rmse, .init = setup, .fini = teardown)
 
 /* The same checkpoint split into two shards with an index: it compares by name with the single
  * file, through the index or through one shard with --all-shards. */
-Test(compare, sharded_checkpoint, .init = setup, .fini = teardown)
+Test(compare, sharded_checkpoint, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){0});
     char shard[2][160], index[160], sub[100];
@@ -434,7 +250,7 @@ Test(compare, sharded_checkpoint, .init = setup, .fini = teardown)
     cr_assert_eq(mkdir(sub, 0700), 0);
     st_writer *w[2] = {st_writer_new(), st_writer_new()};
     json_t *map = json_object();
-    rng = 12345; /* the values write_pair drew, in the same order */
+    pair_rng_reset(); /* the values write_pair drew, in the same order */
     for (int i = 0; i < n_specs; i++) {
         const spec *s = &specs[i];
         uint64_t n = s->rows * (s->cols ? s->cols : 1), shape[2] = {s->rows, s->cols};
@@ -484,7 +300,7 @@ Test(compare, sharded_checkpoint, .init = setup, .fini = teardown)
 /* Every dtype against a copy whose first byte of each tensor is one bit off (3 -> 2): every
  * value changes except BOOL's (non-zero stays true). f64 and the 32- and 64-bit integers
  * would lose that bit in float32, so they must be compared as bytes to be caught. */
-Test(compare, every_dtype_one_bit_off, .init = setup, .fini = teardown)
+Test(compare, every_dtype_one_bit_off, .init = pair_setup, .fini = pair_teardown)
 {
     static const struct {
         const char *name;
@@ -548,7 +364,7 @@ Test(compare, golden_file_against_itself)
     json_decref(j);
 }
 
-Test(compare, tensors_the_converter_drops_do_not_fail, .init = setup, .fini = teardown)
+Test(compare, tensors_the_converter_drops_do_not_fail, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){.inv_freq = 1});
     int rc;
@@ -564,7 +380,7 @@ Test(compare, tensors_the_converter_drops_do_not_fail, .init = setup, .fini = te
 }
 
 /* The checkpoint stores lm_head, the GGUF ties it to token_embd: they are compared. */
-Test(compare, lm_head_tied_in_gguf, .init = setup, .fini = teardown)
+Test(compare, lm_head_tied_in_gguf, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){.lm_head = 1, .drop_output = 1});
     int rc;
@@ -575,7 +391,7 @@ Test(compare, lm_head_tied_in_gguf, .init = setup, .fini = teardown)
     json_decref(j);
 }
 
-Test(compare, shape_mismatch, .init = setup, .fini = teardown)
+Test(compare, shape_mismatch, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){.transpose = "blk.0.ffn_up.weight"});
     int rc;
@@ -586,7 +402,7 @@ Test(compare, shape_mismatch, .init = setup, .fini = teardown)
     json_decref(j);
 }
 
-Test(compare, llama_without_head_counts, .init = setup, .fini = teardown)
+Test(compare, llama_without_head_counts, .init = pair_setup, .fini = pair_teardown)
 {
     write_pair(&(variant){.no_heads = 1});
     static char out[4096];

@@ -106,6 +106,6 @@ const cli_command *cli_find_command(const char *name);
 extern const cli_command cmd_info, cmd_meta, cmd_tensors;
 extern const cli_command cmd_stack, cmd_layer, cmd_check, cmd_bytes, cmd_stats, cmd_dump,
     cmd_tokens, cmd_header, cmd_write, cmd_sketch;
-extern const cli_command cmd_compare;
+extern const cli_command cmd_compare, cmd_export;
 
 #endif

@@ -149,4 +149,19 @@ const char *cli_kv_known_archs(void);
  * failure NULL with a message in msg. */
 char *cli_ollama_path(const char *spec, char *msg, size_t msg_size);
 
+/* ---- cli_hfnames.c: Hugging Face names <-> llama.cpp's (llama, qwen2) ----------------------- */
+
+/* Whether a tensor's rows were permuted by llama.cpp's converter: by n_head for the query
+ * projection, by n_head_kv for the key projection (llama only). */
+enum { CLI_PERM_NONE, CLI_PERM_Q, CLI_PERM_K };
+/* The other side's name of a tensor into out (NUL-terminated); false when the map has none.
+ * *perm tells whether it is a query or key projection (weight or bias). */
+bool cli_hf_to_gguf(tm_str name, char *out, size_t cap, int *perm);
+bool cli_gguf_to_hf(tm_str name, char *out, size_t cap, int *perm);
+/* Within heads of hd rows, the source (Hugging Face) row of permuted row g. */
+uint64_t cli_permuted_source_unit(uint64_t g, uint64_t hd);
+/* llama's attention.head_count and head_count_kv (which defaults to head_count); prints why
+ * and returns false when head_count is missing. */
+bool cli_llama_head_counts(const tm_file *gguf, uint64_t *n_head, uint64_t *n_head_kv);
+
 #endif

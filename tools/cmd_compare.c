@@ -45,72 +45,6 @@ static const char help[] =
 /* A permuted tensor is decoded a whole head at a time; refuse heads larger than this. */
 #define MAX_HEAD_FLOATS ((size_t)1 << 28)
 
-/* ---- names: Hugging Face <-> llama.cpp --------------------------------------------------- */
-
-/* perm: whether llama.cpp permutes the rows (by n_head for the query, n_head_kv for the key) */
-enum { PERM_NONE, PERM_Q, PERM_K };
-
-static const struct part {
-    const char *hf, *gguf;
-    int perm;
-} layer_parts[] = {
-    {"self_attn.q_proj", "attn_q", PERM_Q},  {"self_attn.k_proj", "attn_k", PERM_K},
-    {"self_attn.v_proj", "attn_v", 0},       {"self_attn.o_proj", "attn_output", 0},
-    {"mlp.gate_proj", "ffn_gate", 0},        {"mlp.up_proj", "ffn_up", 0},
-    {"mlp.down_proj", "ffn_down", 0},        {"input_layernorm", "attn_norm", 0},
-    {"post_attention_layernorm", "ffn_norm", 0},
-}, top_parts[] = {
-    {"model.embed_tokens", "token_embd", 0},
-    {"model.norm", "output_norm", 0},
-    {"lm_head", "output", 0},
-};
-
-/* The llama.cpp name of a Hugging Face tensor name, into out; false when there is none. *perm
- * says whether it is a query or key projection (weight or bias). */
-static bool hf_to_gguf(tm_str name, char *out, size_t cap, int *perm)
-{
-    char hf[256];
-    if (name.len >= sizeof hf)
-        return false;
-    memcpy(hf, name.ptr, (size_t)name.len);
-    hf[name.len] = 0;
-    *perm = PERM_NONE;
-    const char *suffix = strrchr(hf, '.');
-    if (!suffix || (strcmp(suffix, ".weight") != 0 && strcmp(suffix, ".bias") != 0))
-        return false;
-    size_t stem = (size_t)(suffix - hf);
-    for (size_t i = 0; i < sizeof top_parts / sizeof top_parts[0]; i++)
-        if (strlen(top_parts[i].hf) == stem && strncmp(hf, top_parts[i].hf, stem) == 0)
-            return snprintf(out, cap, "%s%s", top_parts[i].gguf, suffix) < (int)cap;
-    static const char layers[] = "model.layers.";
-    if (strncmp(hf, layers, sizeof layers - 1) != 0)
-        return false;
-    char *p = hf + sizeof layers - 1, *end;
-    if (*p < '0' || *p > '9')
-        return false;
-    unsigned long long block = strtoull(p, &end, 10);
-    if (*end != '.')
-        return false;
-    const char *part = end + 1;
-    size_t part_len = (size_t)(suffix - part);
-    for (size_t i = 0; i < sizeof layer_parts / sizeof layer_parts[0]; i++) {
-        if (strlen(layer_parts[i].hf) != part_len || strncmp(part, layer_parts[i].hf, part_len) != 0)
-            continue;
-        *perm = layer_parts[i].perm;
-        return snprintf(out, cap, "blk.%llu.%s%s", block, layer_parts[i].gguf, suffix) < (int)cap;
-    }
-    return false;
-}
-
-/* llama.cpp's convert_hf_to_gguf.py permute(w, n_head): w.reshape(n_head, 2, R/n_head/2, ...)
- * .swapaxes(1, 2).reshape(w.shape), over the first (PyTorch) dimension of R units. Within a
- * head of hd units, converted unit 2i + j is source unit j * hd/2 + i. */
-static uint64_t source_unit(uint64_t g, uint64_t hd)
-{
-    uint64_t head = g / hd, w = g % hd;
-    return head * hd + (w % 2) * (hd / 2) + w / 2;
-}
-
 /* ---- one pair --------------------------------------------------------------------------------- */
 
 typedef struct pair {
@@ -215,7 +149,7 @@ static enum status compare_bytes(const pair *p, stats *s)
 }
 
 /* Decode and compare in chunks. For a permuted pair, chunks are whole heads, and converted
- * unit g is compared with source unit source_unit(g). */
+ * unit g is compared with source unit cli_permuted_source_unit(g). */
 /* A's smallest and largest value (NaN skipped), for errors as a share of the range: a second
  * pass, taken only when something differs. */
 static bool ref_range(const tm_tensor *a, float *buf, uint64_t step, stats *s)
@@ -316,7 +250,7 @@ static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
         if (p->n_head) { /* the source's units in the converted order, then compare as is */
             const float *src = p->gguf_is_a ? vb : va;
             for (uint64_t g = 0; g < len / unit; g++)
-                memcpy(bf->p + g * unit, src + source_unit(g, hd) * unit, (size_t)unit * sizeof(float));
+                memcpy(bf->p + g * unit, src + cli_permuted_source_unit(g, hd) * unit, (size_t)unit * sizeof(float));
             if (p->gguf_is_a)
                 vb = bf->p;
             else
@@ -328,7 +262,7 @@ static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
     }
     if (s->max_abs > 0 && !ref_range(a, bf->a, step, s))
         return ST_ERROR;
-    uint64_t src = p->n_head ? source_unit(s->first / unit, hd) * unit + s->first % unit : s->first;
+    uint64_t src = p->n_head ? cli_permuted_source_unit(s->first / unit, hd) * unit + s->first % unit : s->first;
     s->first_a = p->n_head && !p->gguf_is_a ? src : s->first;
     s->first_b = p->n_head && p->gguf_is_a ? src : s->first;
     return s->differing ? ST_DIFFERS : s->not_equal ? ST_WITHIN : ST_EXACT;
@@ -362,7 +296,7 @@ static void pair_cross(plan *pl, const tm_file *fa, const tm_file *fb)
         const tm_tensor *s = tm_tensor_at(st, i), *g;
         char name[300];
         int perm;
-        if (!hf_to_gguf(s->name, name, sizeof name, &perm))
+        if (!cli_hf_to_gguf(s->name, name, sizeof name, &perm))
             continue;
         const char *note = NULL;
         g = tm_tensor_find(gg, name);
@@ -372,7 +306,7 @@ static void pair_cross(plan *pl, const tm_file *fa, const tm_file *fb)
         }
         if (!g)
             continue;
-        uint64_t heads = !pl->permute ? 0 : perm == PERM_Q ? pl->n_head : perm == PERM_K ? pl->n_head_kv : 0;
+        uint64_t heads = !pl->permute ? 0 : perm == CLI_PERM_Q ? pl->n_head : perm == CLI_PERM_K ? pl->n_head_kv : 0;
         if (pl->a_is_st)
             add_pair(pl, fa, fb, s, g, heads, note);
         else
@@ -588,18 +522,6 @@ static void print_summary(const plan *pl, const totals *t, double tol)
 }
 
 /* The llama head counts from the GGUF side; false (with a message) when they are missing. */
-static bool head_counts(const tm_file *gg, uint64_t *n_head, uint64_t *n_head_kv)
-{
-    if (tm_kv_get_uint(tm_arch_key(gg, "attention.head_count"), n_head) != TM_OK || !*n_head) {
-        cli_errorf("the GGUF is llama but llama.attention.head_count is missing or not a count: "
-                   "cannot undo the q/k permutation");
-        return false;
-    }
-    if (tm_kv_get_uint(tm_arch_key(gg, "attention.head_count_kv"), n_head_kv) != TM_OK || !*n_head_kv)
-        *n_head_kv = *n_head; /* llama.cpp's default when the key is absent */
-    return true;
-}
-
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -646,7 +568,7 @@ static int run(int argc, char **argv)
         const tm_file *gg = pl.a_is_st ? fb : fa;
         tm_str arch = tm_architecture(gg);
         pl.permute = arch.len == 5 && memcmp(arch.ptr, "llama", 5) == 0;
-        if (pl.permute && !head_counts(gg, &pl.n_head, &pl.n_head_kv))
+        if (pl.permute && !cli_llama_head_counts(gg, &pl.n_head, &pl.n_head_kv))
             goto out;
     }
     uint64_t na = tm_n_tensors(fa), nb = tm_n_tensors(fb);

@@ -21,6 +21,7 @@ const cli_command *const cli_commands[] = {
     &cmd_tokens,
     &cmd_sketch,
     &cmd_compare,
+    &cmd_export,
     NULL,
 };
 
