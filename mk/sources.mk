@@ -11,12 +11,10 @@ LIB_SRCS += $(wildcard src/arm/*.c)
 endif
 LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ_DIR)/%.o)
 
-# Each ISA file gets its own -m flags; nothing else does.
+# Each ISA file gets its own -m flags; nothing else does (the rules are at the end, after the
+# optimisation levels they use).
 AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
-$(OBJ_DIR)/src/x86/dequant_avx2.o:   ISA_FLAGS := $(AVX2_FLAGS) $(AVX2_OPT)
-$(OBJ_DIR)/src/x86/dequant_avx512.o: ISA_FLAGS := $(AVX512_FLAGS)
-
 # Optimisation beyond the build's own, per kernel file (measured: BENCHMARKS.md, 2026-12-01).
 # The scalar kernels are what every CPU without AVX2 (or NEON) runs: -O3 lets the compiler
 # vectorize their plain loops with the baseline SIMD (SSE2 on x86-64), still bit-exact
@@ -26,3 +24,5 @@ $(OBJ_DIR)/src/x86/dequant_avx512.o: ISA_FLAGS := $(AVX512_FLAGS)
 SCALAR_OPT := -O3
 AVX2_OPT   := -O3
 $(OBJ_DIR)/src/dequant_scalar.o: ISA_FLAGS := $(SCALAR_OPT)
+$(OBJ_DIR)/src/x86/dequant_avx2.o:   ISA_FLAGS := $(AVX2_FLAGS) $(AVX2_OPT)
+$(OBJ_DIR)/src/x86/dequant_avx512.o: ISA_FLAGS := $(AVX512_FLAGS)
