@@ -543,11 +543,12 @@ int main(int argc, char **argv)
         }
     }
 
-    /* whole tensors on every CPU, best path, against a copy on as many threads */
+    /* whole tensors on every CPU, against a copy on as many threads */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     const unsigned nt = cpus < 1 ? 1u : cpus > 64 ? 64u : (unsigned)cpus;
-    for (size_t ii = N_ISAS; ii-- > 0;)
-        if (tm_isa_available(isas[ii]) && tm_set_isa(isas[ii], NULL) == TM_OK)
+    for (size_t ii = N_ISAS; ii-- > 0;) /* --isa's path, or the best */
+        if ((!only_isa || strcmp(only_isa, isas[ii]) == 0) && tm_isa_available(isas[ii]) &&
+            tm_set_isa(isas[ii], NULL) == TM_OK)
             break;
     bench_clock = CLOCK_MONOTONIC;
     printf("\nwhole tensor, tm_dequant_tensor on %u threads, %s path, wall clock, DRAM; "
