@@ -57,8 +57,6 @@ DEQUANT_HALVES(dequant_bf16_avx2, bf16x8)
 
 /* ---- 32-element blocks --------------------------------------------------------------------- */
 
-static __m128i low_nibbles(__m128i x) { return _mm_and_si128(x, _mm_set1_epi8(15)); }
-static __m128i high_nibbles(__m128i x) { return _mm_and_si128(_mm_srli_epi16(x, 4), _mm_set1_epi8(15)); }
 
 /* 8 bytes at p as eight int32 lanes, widened straight from memory */
 static __m256i u8x8(const uint8_t *p)
@@ -113,8 +111,13 @@ static void dequant_q4_1_avx2(const void *src, float *dst, size_t n)
  * it is all ones exactly when that bit is set. */
 static __m256i q5_bytes(const uint8_t *qs, uint32_t qh)
 {
-    const __m128i x = ld128(qs);
-    const __m256i nib = _mm256_set_m128i(high_nibbles(x), low_nibbles(x));
+    /* the 16 bytes in both halves (a load, no shuffle); low nibbles kept in the first half,
+     * high ones in the second, moved down by a 64-bit shift (the bits it brings in from the
+     * next byte are the zeros the mask left) */
+    const __m256i x = _mm256_broadcastsi128_si256(ld128(qs));
+    const __m256i nib = _mm256_srlv_epi64(_mm256_and_si256(x, _mm256_setr_epi64x(0x0f0f0f0f0f0f0f0f, 0x0f0f0f0f0f0f0f0f,
+                                                                                  (long long)0xf0f0f0f0f0f0f0f0, (long long)0xf0f0f0f0f0f0f0f0)),
+                                          _mm256_setr_epi64x(0, 0, 4, 4));
     const __m256i spread = _mm256_shuffle_epi8(
         _mm256_set1_epi32((int)qh),
         _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
