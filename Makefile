@@ -5,7 +5,7 @@
 #   make test       install missing Debian dependencies (as root), build, run the test suite
 #                   (the C suite, then the Python package's pytest suite: make test-python)
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer -> build-san/
-#   make bench      benchmarks (bench/open, bench/dequant)
+#   make bench      benchmarks (bench/open, bench/dequant, bench/export, bench/matvec)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc, tool, man page,
 #                   the Python package)
@@ -139,7 +139,7 @@ $(B)/%: $(B)/obj/tools/%.o $(STATIC)
 BENCH_LIB_FLAGS = $(OPT) -ffp-contract=off $(CFLAGS); scalar file +$(SCALAR_OPT); \
                   avx2 file +$(AVX2_FLAGS) $(AVX2_OPT); avx512 file +$(AVX512_FLAGS)
 # bench/open writes its model with tools/qwen2_model.h
-$(B)/bench/%: bench/%.c $(STATIC) $(wildcard tools/*.h) | $(DEPS_STAMP)
+$(B)/bench/%: bench/%.c $(STATIC) $(wildcard tools/*.h bench/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(V),,@echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -DTM_BENCH_LIB_FLAGS='"$(BENCH_LIB_FLAGS)"' -o $@ $< $(STATIC) \
@@ -211,6 +211,10 @@ check-arm: cross-arm
 	    tests/arm/neon_check.c build-arm/libtensormap.a -lpthread -lm \
 	    -Wl,--unresolved-symbols=ignore-all
 	qemu-aarch64-static build-arm/neon_check
+	aarch64-linux-gnu-gcc $(WARN) -O2 -D_GNU_SOURCE -Iinclude -static -o build-arm/matvec_check \
+	    tests/arm/matvec_check.c build-arm/libtensormap.a -lpthread -lm \
+	    -Wl,--unresolved-symbols=ignore-all
+	qemu-aarch64-static build-arm/matvec_check
 
 check-exports: $(SHARED)
 	$(Q)if nm -D --defined-only $(SHARED) | awk '$$2 ~ /^[TDBR]$$/ {print $$3}' | grep -v '^tm_' \
@@ -221,6 +225,8 @@ check-exports: $(SHARED)
 bench: all $(BENCHES)
 	$(B)/bench/open
 	$(B)/bench/dequant
+	$(B)/bench/export $(B)/tensormap
+	$(B)/bench/matvec
 
 # ---- fuzz ------------------------------------------------------------------------------------
 

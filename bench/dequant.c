@@ -39,13 +39,9 @@
 #define TM_BENCH_LIB_FLAGS "(not given to this build)"
 #endif
 
-static const tm_type types[] = {
-    TM_TYPE_F32,  TM_TYPE_F16,  TM_TYPE_BF16, TM_TYPE_Q4_0, TM_TYPE_Q4_1, TM_TYPE_Q5_0, TM_TYPE_Q5_1,
-    TM_TYPE_Q8_0, TM_TYPE_Q2_K, TM_TYPE_Q3_K, TM_TYPE_Q4_K, TM_TYPE_Q5_K, TM_TYPE_Q6_K,
-};
-#define N_TYPES (sizeof types / sizeof types[0])
-static const char *const isas[] = { "scalar", "avx2", "avx512", "neon" };
-#define N_ISAS (sizeof isas / sizeof isas[0])
+/* Types are ggml's ids below this bound that the library decodes and that have realistic input
+ * (see fill_input); paths are every one built in (tm_isa_built). No list of either to keep. */
+#define MAX_GGML_ID 64u
 
 enum { L2_WEIGHTS = 65536, ROW = 4096 };
 static size_t dram_input_bytes = (size_t)256 << 20;
@@ -153,16 +149,32 @@ static void open_corpus(void)
     }
 }
 
-static void fill_input(tm_type t, uint8_t *in, size_t weights)
+static bool is_float(tm_type t) { return t == TM_TYPE_F32 || t == TM_TYPE_F16 || t == TM_TYPE_BF16; }
+
+static const tm_tensor *corpus_rows(tm_type t)
 {
-    if (t == TM_TYPE_F32 || t == TM_TYPE_F16 || t == TM_TYPE_BF16) {
-        fill_float_rows(t, in, weights);
-        return;
-    }
     char name[64];
     snprintf(name, sizeof name, "%s.rows.weight", tm_type_name(t));
     const tm_tensor *src = tm_tensor_find(corpus, name);
-    if (!src || src->type != t)
+    return src && src->type == t ? src : NULL;
+}
+
+/* A type is measured when the library decodes it and there is realistic input for it: the
+ * float types, and every quantized type the corpus has rows of (all that ggml decodes; the
+ * integer storage types have none). */
+static bool measured(tm_type t)
+{
+    return tm_type_name(t) && tm_type_can_dequant(t) && (is_float(t) || corpus_rows(t));
+}
+
+static void fill_input(tm_type t, uint8_t *in, size_t weights)
+{
+    if (is_float(t)) {
+        fill_float_rows(t, in, weights);
+        return;
+    }
+    const tm_tensor *src = corpus_rows(t);
+    if (!src)
         die("the corpus has no rows of this type");
     const size_t n = weights / tm_type_block_elems(t) * tm_type_block_bytes(t);
     for (size_t off = 0; off < n; off += src->n_bytes)
@@ -493,9 +505,9 @@ int main(int argc, char **argv)
     printf("\n%-6s %-7s %-5s %11s %9s %9s %9s %7s %9s %7s %9s\n", "type", "isa", "size", "weights",
            "GB/s", "best", "ceiling", "ratio", "shape", "ratio", "shape-NT");
     int failures = 0;
-    for (size_t ti = 0; ti < N_TYPES; ti++) {
-        const tm_type type = types[ti];
-        if (only_type && strcmp(only_type, tm_type_name(type)) != 0)
+    for (unsigned id = 0; id < MAX_GGML_ID; id++) {
+        const tm_type type = (tm_type)id;
+        if (!measured(type) || (only_type && strcmp(only_type, tm_type_name(type)) != 0))
             continue;
         const size_t bb = tm_type_block_bytes(type), be = tm_type_block_elems(type);
         for (int dram = 0; dram < 2; dram++) {
@@ -512,11 +524,12 @@ int main(int argc, char **argv)
             run_decode(&dc);
             const uint64_t ref = checksum(out, w);
             double shape = 0, shape_nt = 0;
-            for (size_t ii = 0; ii < N_ISAS; ii++) {
-                if (!tm_isa_available(isas[ii]) || (only_isa && strcmp(only_isa, isas[ii]) != 0))
+            for (unsigned ii = 0; tm_isa_built(ii); ii++) {
+                const char *isa = tm_isa_built(ii);
+                if (!tm_isa_available(isa) || (only_isa && strcmp(only_isa, isa) != 0))
                     continue;
                 tm_error err;
-                if (tm_set_isa(isas[ii], &err) != TM_OK)
+                if (tm_set_isa(isa, &err) != TM_OK)
                     die(err.message);
                 double ceiling;
                 if (dram) {
@@ -537,7 +550,7 @@ int main(int argc, char **argv)
                 const double bytes = (double)(dram ? in_bytes + out_bytes : out_bytes);
                 const double gbs = bytes / tm.median / 1e9, best = bytes / tm.best / 1e9;
                 printf("%-6s %-7s %-5s %11zu %9.1f %9.1f %9.1f %7.2f", tm_type_name(type),
-                       isas[ii], dram ? "DRAM" : "L2", w, gbs, best, ceiling, gbs / ceiling);
+                       isa, dram ? "DRAM" : "L2", w, gbs, best, ceiling, gbs / ceiling);
                 if (dram)
                     printf(" %9.1f %7.2f %9.1f", shape, gbs / shape, shape_nt);
                 printf("%s\n", ok ? "" : "  WRONG OUTPUT (checksum differs from scalar)");
@@ -551,10 +564,9 @@ int main(int argc, char **argv)
     /* whole tensors on every CPU, against a copy on as many threads */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     const unsigned nt = cpus < 1 ? 1u : cpus > 64 ? 64u : (unsigned)cpus;
-    for (size_t ii = N_ISAS; ii-- > 0;) /* --isa's path, or the best */
-        if ((!only_isa || strcmp(only_isa, isas[ii]) == 0) && tm_isa_available(isas[ii]) &&
-            tm_set_isa(isas[ii], NULL) == TM_OK)
-            break;
+    for (unsigned ii = 0; tm_isa_built(ii); ii++) /* --isa's path, or the last that runs: the best */
+        if ((!only_isa || strcmp(only_isa, tm_isa_built(ii)) == 0) && tm_isa_available(tm_isa_built(ii)))
+            tm_set_isa(tm_isa_built(ii), NULL);
     bench_clock = CLOCK_MONOTONIC;
     printf("\nwhole tensor, tm_dequant_tensor on %u threads, %s path, wall clock, DRAM; "
            "ratio = (in+out) GB/s / copy on %u threads\n", nt, tm_isa(), nt);

@@ -8,7 +8,7 @@
  * A second ceiling, also measured here: writing the same number of bytes from a 1 MiB buffer to
  * a new file in DIR and syncing it, which no export can beat whatever its decoder does.
  * Medians of SAMPLES runs after one warm-up each. */
-#include "tensormap.h"
+#include "bench.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,40 +24,6 @@ extern char **environ;
 
 enum { N_TENSORS = 32, ROWS = 4096, COLS = 4096, SAMPLES = 3 };
 #define GOLDEN "../shared/corpus/golden/golden-a.gguf"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void print_cpu(void)
-{
-    char line[256] = "model name: unknown\n";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "model name", 10) == 0)
-            break;
-    if (f)
-        fclose(f);
-    const char *colon = strchr(line, ':');
-    printf("cpu       %s", colon ? colon + 2 : "unknown\n");
-    printf("compiler  %s; library tensormap %s, kernels %s, %ld online CPUs\n", __VERSION__,
-           tm_version(), tm_isa(), sysconf(_SC_NPROCESSORS_ONLN));
-}
 
 /* The model's blocks: golden q4_K rows repeated to fill n bytes. */
 static uint8_t *tiled_blocks(size_t n)
@@ -99,11 +65,11 @@ static int write_model(const char *path, const uint8_t *blocks)
 /* Seconds to decode every tensor of the file once, all threads, into one buffer. */
 static double decode_all(const tm_file *f, float *buf)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (uint64_t i = 0; i < tm_n_tensors(f); i++)
         if (tm_dequant_tensor(tm_tensor_at(f, i), buf, 0, NULL) != TM_OK)
             return -1;
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 /* Seconds to write n bytes from a 1 MiB buffer into a new file at path and fsync it. */
@@ -111,14 +77,14 @@ static double write_ceiling(const char *path, uint64_t n)
 {
     static char chunk[1 << 20];
     memset(chunk, 1, sizeof chunk);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     for (uint64_t done = 0; fd >= 0 && done < n; done += sizeof chunk)
         if (write(fd, chunk, sizeof chunk) != (ssize_t)sizeof chunk)
             return -1;
     if (fd < 0 || fsync(fd) != 0 || close(fd) != 0)
         return -1;
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     unlink(path);
     return dt;
 }
@@ -128,11 +94,11 @@ static double run_export(char *tool, char *model, char *out, char *dtype)
     char *argv[] = {tool, "export", "--dtype", dtype, model, out, NULL};
     pid_t pid;
     int status;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (posix_spawn(&pid, tool, NULL, NULL, argv, environ) != 0 || waitpid(pid, &status, 0) < 0 ||
         !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return -1;
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 int main(int argc, char **argv)
@@ -144,7 +110,8 @@ int main(int argc, char **argv)
     char model[4096], out[4096];
     snprintf(model, sizeof model, "%s/tensormap-bench-export-%ld.gguf", dir, (long)getpid());
     snprintf(out, sizeof out, "%s/tensormap-bench-export-%ld.safetensors", dir, (long)getpid());
-    print_cpu();
+    bench_print_cpu();
+    printf("threads   %ld online CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
     const size_t tensor_bytes = (size_t)ROWS * COLS / 256 * tm_type_block_bytes(TM_TYPE_Q4_K);
     uint8_t *blocks = tiled_blocks(tensor_bytes);
     float *buf = malloc((size_t)ROWS * COLS * sizeof(float));
@@ -174,8 +141,8 @@ int main(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "bench/export: a decode or an export failed (tool %s)\n", tool);
     } else {
-        const double d = median(dec, SAMPLES), w = median(wr, SAMPLES),
-                     e32 = median(exp32, SAMPLES), e16 = median(exp16, SAMPLES);
+        const double d = bench_median(dec, SAMPLES, NULL), w = bench_median(wr, SAMPLES, NULL),
+                     e32 = bench_median(exp32, SAMPLES, NULL), e16 = bench_median(exp16, SAMPLES, NULL);
         printf("decode    to memory, all threads: median %.3f s, %.2f GB/s of float32\n", d,
                out_gb / d);
         printf("write     %.2f GB to a file in %s and fsync: median %.3f s, %.2f GB/s\n", out_gb,

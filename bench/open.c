@@ -4,6 +4,7 @@
  * the header's bytes once with memcpy. One sample = tm_open + one tm_tensor_find + tm_close.
  * The file is written to $TMPDIR (or /tmp) with the project's writer and removed at the end. */
 #include "../tools/qwen2_model.h"
+#include "bench.h"
 
 #include <fcntl.h>
 #include <malloc.h>
@@ -17,40 +18,12 @@ enum { WARMUP = 20, SAMPLES = 200, COPY_SAMPLES = 200 };
 /* The chapter's qwen2.5:7b-instruct-q4_K_M: its tensors add up to this many bytes. */
 #define QWEN25_7B_TENSOR_BYTES UINT64_C(4677120000)
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+static double now_ms(void) { return bench_now_s() * 1e3; }
 
 /* min and median of n samples (sorts them) */
 static void summarise(double *v, int n, double *min, double *median)
 {
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    *min = v[0];
-    *median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void print_cpu(void)
-{
-    char line[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "model name", 10) == 0)
-            break;
-    if (f)
-        fclose(f);
-    const char *colon = strchr(line, ':');
-    printf("cpu       %s", colon ? colon + 2 : "unknown\n");
-    printf("compiler  %s\n", __VERSION__);
-    printf("library   tensormap %s\n", tm_version());
+    *median = bench_median(v, n, min);
 }
 
 static int write_model(const char *path)
@@ -199,7 +172,7 @@ int main(void)
     char path[4096];
     snprintf(path, sizeof path, "%s/tensormap-bench-open-%ld.gguf", dir && *dir ? dir : "/tmp",
              (long)getpid());
-    print_cpu();
+    bench_print_cpu();
     if (write_model(path) != 0)
         return 1;
     int rc = memory_of_open(path);

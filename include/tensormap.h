@@ -98,54 +98,61 @@ TM_API const char *tm_status_name(tm_status status);
  * safetensors storage types that ggml has no id for.
  * ------------------------------------------------------------------------------------------- */
 
-typedef enum tm_type {
-    TM_TYPE_F32 = 0,
-    TM_TYPE_F16 = 1,
-    TM_TYPE_Q4_0 = 2,
-    TM_TYPE_Q4_1 = 3,
-    /* 4 and 5 were q4_2 and q4_3, removed from ggml */
-    TM_TYPE_Q5_0 = 6,
-    TM_TYPE_Q5_1 = 7,
-    TM_TYPE_Q8_0 = 8,
-    TM_TYPE_Q8_1 = 9,
-    TM_TYPE_Q2_K = 10,
-    TM_TYPE_Q3_K = 11,
-    TM_TYPE_Q4_K = 12,
-    TM_TYPE_Q5_K = 13,
-    TM_TYPE_Q6_K = 14,
-    TM_TYPE_Q8_K = 15,
-    TM_TYPE_IQ2_XXS = 16,
-    TM_TYPE_IQ2_XS = 17,
-    TM_TYPE_IQ3_XXS = 18,
-    TM_TYPE_IQ1_S = 19,
-    TM_TYPE_IQ4_NL = 20,
-    TM_TYPE_IQ3_S = 21,
-    TM_TYPE_IQ2_S = 22,
-    TM_TYPE_IQ4_XS = 23,
-    TM_TYPE_I8 = 24,
-    TM_TYPE_I16 = 25,
-    TM_TYPE_I32 = 26,
-    TM_TYPE_I64 = 27,
-    TM_TYPE_F64 = 28,
-    TM_TYPE_IQ1_M = 29,
-    TM_TYPE_BF16 = 30,
-    /* 31..33 were the q4_0_4_4 family, removed */
-    TM_TYPE_TQ1_0 = 34,
-    TM_TYPE_TQ2_0 = 35,
-    /* 36..38 were the iq4_nl_4_4 family, removed */
-    TM_TYPE_MXFP4 = 39,
-    TM_TYPE_NVFP4 = 40,
-    TM_TYPE_Q1_0 = 41,
-    TM_TYPE_Q2_0 = 42,
+/* X(NAME, id, "name", elements per block, bytes per block): every type ggml defines today, in id
+ * order, with ggml's names and block geometry (ggml.c, type_traits[]). Ids 4, 5 (q4_2, q4_3),
+ * 31..33 (the q4_0_4_4 family) and 36..38 (the iq4_nl_4_4 family) were removed from ggml. */
+#define TM_GGML_TYPE_LIST(X)                      \
+    X(F32, 0, "f32", 1, 4)                        \
+    X(F16, 1, "f16", 1, 2)                        \
+    X(Q4_0, 2, "q4_0", 32, 18)                    \
+    X(Q4_1, 3, "q4_1", 32, 20)                    \
+    X(Q5_0, 6, "q5_0", 32, 22)                    \
+    X(Q5_1, 7, "q5_1", 32, 24)                    \
+    X(Q8_0, 8, "q8_0", 32, 34)                    \
+    X(Q8_1, 9, "q8_1", 32, 36)                    \
+    X(Q2_K, 10, "q2_K", 256, 84)                  \
+    X(Q3_K, 11, "q3_K", 256, 110)                 \
+    X(Q4_K, 12, "q4_K", 256, 144)                 \
+    X(Q5_K, 13, "q5_K", 256, 176)                 \
+    X(Q6_K, 14, "q6_K", 256, 210)                 \
+    X(Q8_K, 15, "q8_K", 256, 292)                 \
+    X(IQ2_XXS, 16, "iq2_xxs", 256, 66)            \
+    X(IQ2_XS, 17, "iq2_xs", 256, 74)              \
+    X(IQ3_XXS, 18, "iq3_xxs", 256, 98)            \
+    X(IQ1_S, 19, "iq1_s", 256, 50)                \
+    X(IQ4_NL, 20, "iq4_nl", 32, 18)               \
+    X(IQ3_S, 21, "iq3_s", 256, 110)               \
+    X(IQ2_S, 22, "iq2_s", 256, 82)                \
+    X(IQ4_XS, 23, "iq4_xs", 256, 136)             \
+    X(I8, 24, "i8", 1, 1)                         \
+    X(I16, 25, "i16", 1, 2)                       \
+    X(I32, 26, "i32", 1, 4)                       \
+    X(I64, 27, "i64", 1, 8)                       \
+    X(F64, 28, "f64", 1, 8)                       \
+    X(IQ1_M, 29, "iq1_m", 256, 56)                \
+    X(BF16, 30, "bf16", 1, 2)                     \
+    X(TQ1_0, 34, "tq1_0", 256, 54)                \
+    X(TQ2_0, 35, "tq2_0", 256, 66)                \
+    X(MXFP4, 39, "mxfp4", 32, 17)                 \
+    X(NVFP4, 40, "nvfp4", 64, 36)                 \
+    X(Q1_0, 41, "q1_0", 128, 18)                  \
+    X(Q2_0, 42, "q2_0", 64, 18)
 
-    /* safetensors-only storage types */
-    TM_TYPE_U8 = 1024,
-    TM_TYPE_BOOL = 1025,
-    TM_TYPE_F8_E4M3 = 1026,
-    TM_TYPE_F8_E5M2 = 1027,
-    TM_TYPE_U16 = 1028,
-    TM_TYPE_U32 = 1029,
-    TM_TYPE_U64 = 1030,
+/* safetensors storage types ggml has no id for, numbered on from 1024 without gaps. */
+#define TM_ST_TYPE_LIST(X)                        \
+    X(U8, 1024, "U8", 1, 1)                       \
+    X(BOOL, 1025, "BOOL", 1, 1)                   \
+    X(F8_E4M3, 1026, "F8_E4M3", 1, 1)             \
+    X(F8_E5M2, 1027, "F8_E5M2", 1, 1)             \
+    X(U16, 1028, "U16", 1, 2)                     \
+    X(U32, 1029, "U32", 1, 4)                     \
+    X(U64, 1030, "U64", 1, 8)
+
+typedef enum tm_type {
+#define TM_TYPE_ENUM(name, id, text, block_elems, block_bytes) TM_TYPE_##name = id,
+    TM_GGML_TYPE_LIST(TM_TYPE_ENUM)
+    TM_ST_TYPE_LIST(TM_TYPE_ENUM)
+#undef TM_TYPE_ENUM
 } tm_type;
 
 /* The type's name as ggml spells it ("q4_K", "f32") or safetensors does ("U8", "F8_E4M3");
@@ -189,7 +196,7 @@ enum tm_open_flags {
 /* Open a GGUF file, a safetensors file or a model.safetensors.index.json, recognised by their
  * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). On success *out is a new
  * tm_file that the caller releases with tm_close. On failure *out is NULL, err is filled, and
- * nothing is leaked. */
+ * nothing is leaked. A flag bit this library does not know is TM_INVALID_ARG. */
 TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err);
 
 /* Walk a GGUF or safetensors image already in memory. The buffer is not copied: it must stay
@@ -394,6 +401,10 @@ TM_API const char *tm_isa(void);
 TM_API tm_status tm_set_isa(const char *name, tm_error *err);
 /* Whether this machine can run a path ("scalar" always can). */
 TM_API bool tm_isa_available(const char *name);
+/* The i-th instruction-set path built into this library for this architecture (i = 0, 1, ...;
+ * "scalar" first, the best last), whether or not this CPU can run it; NULL past the last. For
+ * programs that try every path (tests, benchmarks) without keeping a list of names. */
+TM_API const char *tm_isa_built(unsigned i);
 
 /* Round float32 values to IEEE binary16 (f16) or bfloat16, to nearest with ties to even, as
  * PyTorch's Tensor.to(torch.float16 / torch.bfloat16) rounds: subnormal results are kept (no
@@ -442,6 +453,41 @@ TM_API tm_status tm_st_writer_write(tm_st_writer *w, const void *bytes, size_t n
                                     tm_error *err);
 /* Check every declared byte arrived, sync, rename into place; frees w, also on failure. */
 TM_API tm_status tm_st_writer_finish(tm_st_writer *w, tm_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Matrix-vector product on the blocks where they lie: y = W x, one token at a time, without a
+ * float32 copy of W. The path is the dequant kernels' (tm_isa, TM_ISA, tm_set_isa). Types and
+ * modes per path, measured speed and error bounds: docs/matvec.md.
+ * ------------------------------------------------------------------------------------------- */
+
+/* x as float32: each block is decoded in registers and multiplied by x. |y - W x| <= 1e-6 of
+ * max|y| over the rows, W x taken exactly (double) from the decoded W. */
+#define TM_MATVEC_F32 0u
+/* x quantized once per call to 8-bit blocks as ggml does (q8_0 for 32-element weight blocks,
+ * q8_K for 256-element ones) and integer dot products, as ggml's vec_dot: ggml's speed and
+ * accuracy (docs/matvec.md derives the bound). Types without an 8-bit kernel (f32, f16, bf16 and
+ * the rarer quants; the list is in docs/matvec.md) keep x in float32 and give TM_MATVEC_F32's
+ * result. x must be finite: a NaN or an infinity makes every y NaN. */
+#define TM_MATVEC_Q8 1u
+
+/* y[i] = sum over c < w->ne[0] of W[r0 + i][c] * x[c], for i < r1 - r0. x has ne[0] floats, y
+ * has r1 - r0. A row is ne[0] elements: a 1-D tensor is one row, a 3-D or 4-D one is
+ * ne[1] * ne[2] * ne[3] rows (tm_tensor_rows). Each y depends only on its row, x and the mode
+ * and path: never on r0, r1 or threads. TM_MATVEC_Q8 allocates one buffer of about 1.14 ne[0]
+ * bytes per call (x quantized); TM_MATVEC_F32 allocates nothing. Safe on one tm_file from any
+ * number of threads. Errors (err filled, y untouched):
+ *   TM_INVALID_ARG  w, x or y NULL; mode unknown; r0 > r1 or r1 > rows; a row that is not a
+ *                   whole number of blocks
+ *   TM_UNSUPPORTED  a type this library cannot decode (tm_type_can_dequant is false)
+ *   TM_ISA          TM_ISA names a path this machine cannot run (tm_set_isa clears it)
+ *   TM_NOMEM        TM_MATVEC_Q8's buffer for x could not be allocated */
+TM_API tm_status tm_matvec_rows(const tm_tensor *w, uint64_t r0, uint64_t r1, const float *x,
+                                float *y, unsigned mode, tm_error *err);
+/* All rows (y has tm_tensor_rows(w) floats) on n_threads threads (0 = online CPUs), x quantized
+ * once. The result is bit-identical to one thread's and to tm_matvec_rows'. Errors as
+ * tm_matvec_rows. */
+TM_API tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
+                           unsigned n_threads, tm_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Writing GGUF files. The header is built in memory; tm_writer_finish writes header, padding

@@ -24,91 +24,133 @@
 #define MAX_THREADS 64u
 #define CHUNK_BYTES (256u << 10)
 
-/* ---- choosing the path --------------------------------------------------------------------- */
+/* ---- the paths, their tables merged, and choosing one --------------------------------------- */
 
-/* The table stored when TM_ISA names a path this machine cannot run: every call then fails
- * with TM_ISA and says why, rather than silently running another path. */
-static const tm__kernels refused = { .name = "none" };
+/* A path as the decoders see it: its kernel tables merged, and every empty slot filled with the
+ * kernel of its fallback path, so one load finds the kernel. Built once, at first use. */
+typedef struct path {
+    const char *name;
+    unsigned fallback;              /* a TM__ISA_ id */
+    bool built;                     /* some kernel table of this build belongs to it */
+    tm__dequant_fn *fn[TM__SLOTS];  /* NULL: no path decodes the type */
+    unsigned char from[TM__SLOTS];  /* the path whose kernel fn[slot] is */
+} path;
 
-/* Best first. */
-static const tm__kernels *const paths[] = {
-#if defined(__x86_64__)
-    &tm__kernels_avx512,
-    &tm__kernels_avx2,
-#endif
-#if defined(__aarch64__)
-    &tm__kernels_neon,
-#endif
-    &tm__kernels_scalar,
+#define FALLBACK_FIRST(id, name, fallback) \
+    _Static_assert(TM__ISA_##fallback <= TM__ISA_##id, "a fallback must come before its path");
+TM__ISA_LIST(FALLBACK_FIRST)
+#undef FALLBACK_FIRST
+
+static path paths[TM__N_ISAS] = {
+#define PATH_INIT(id, name_, fallback_) [TM__ISA_##id] = { .name = name_, .fallback = TM__ISA_##fallback_ },
+    TM__ISA_LIST(PATH_INIT)
+#undef PATH_INIT
 };
-#define N_PATHS (sizeof paths / sizeof paths[0])
 
-static const char *const known_names[] = { "scalar", "avx2", "avx512", "neon" };
+/* The path stored when TM_ISA names a path this machine cannot run: every call then fails
+ * with TM_ISA and says why, rather than silently running another path. */
+static const path refused = { .name = "none" };
 
-static _Atomic(const tm__kernels *) active;
+static const tm__kernels *const tables[] = {
+#define TABLE_REF(table) &table,
+    TM__KERNEL_TABLES(TABLE_REF)
+#undef TABLE_REF
+};
 
-static bool path_runs_here(const tm__kernels *k)
+static pthread_once_t merged_once = PTHREAD_ONCE_INIT;
+
+static void merge(void)
+{
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        for (unsigned i = 0; i < TM__N_ISAS; i++) {
+            if (strcmp(tables[t]->name, paths[i].name) != 0)
+                continue;
+            paths[i].built = true;
+            for (unsigned s = 0; s < TM__SLOTS; s++)
+                if (tables[t]->fn[s] && !paths[i].fn[s]) {
+                    paths[i].fn[s] = tables[t]->fn[s];
+                    paths[i].from[s] = (unsigned char)i;
+                }
+        }
+    /* fallbacks come first in the list, so each one is complete when its path takes from it */
+    for (unsigned i = 0; i < TM__N_ISAS; i++)
+        for (unsigned s = 0; paths[i].built && s < TM__SLOTS; s++)
+            if (!paths[i].fn[s]) {
+                paths[i].fn[s] = paths[paths[i].fallback].fn[s];
+                paths[i].from[s] = paths[paths[i].fallback].from[s];
+            }
+}
+
+static void ensure_merged(void) { pthread_once(&merged_once, merge); }
+
+static _Atomic(const path *) active;
+
+static bool runs_here(unsigned isa)
 {
 #if defined(__x86_64__)
-    if (k == &tm__kernels_avx512)
+    if (isa == TM__ISA_AVX512)
         return (tm__x86_features() & TM__X86_AVX512) != 0;
-    if (k == &tm__kernels_avx2)
+    if (isa == TM__ISA_AVX2)
         return (tm__x86_features() & TM__X86_AVX2) != 0;
 #endif
-    (void)k; /* scalar runs everywhere; NEON is part of every aarch64 CPU */
+    (void)isa; /* scalar runs everywhere; NEON is part of every aarch64 CPU */
     return true;
 }
 
-static const tm__kernels *path_named(const char *name)
+static int isa_named(const char *name)
 {
-    for (size_t i = 0; i < N_PATHS; i++)
-        if (strcmp(paths[i]->name, name) == 0)
-            return paths[i];
-    return NULL;
+    for (unsigned i = 0; i < TM__N_ISAS; i++)
+        if (strcmp(paths[i].name, name) == 0)
+            return (int)i;
+    return -1;
 }
 
 /* Why name cannot be used, into err; TM_OK when it can (and *out is set). */
-static tm_status check_isa(const char *context, const char *name, const tm__kernels **out,
+static tm_status check_isa(const char *context, const char *name, const path **out,
                            tm_error *err)
 {
-    const tm__kernels *k = path_named(name);
-    if (k && path_runs_here(k)) {
-        *out = k;
+    ensure_merged();
+    const int i = isa_named(name);
+    if (i >= 0 && paths[i].built && runs_here((unsigned)i)) {
+        *out = &paths[i];
         return TM_OK;
     }
     char q[80];
     tm__quote(q, sizeof q, name, strlen(name));
-    for (size_t i = 0; i < sizeof known_names / sizeof known_names[0]; i++)
-        if (strcmp(known_names[i], name) == 0)
-            return tm__fail(err, TM_ISA, TM_NO_OFFSET,
-                            k ? "%s: instruction set %s is not supported by this CPU or its "
-                                "operating system"
-                              : "%s: instruction set %s is not built into the library for this "
-                                "architecture",
-                            context, q);
-    return tm__fail(err, TM_ISA, TM_NO_OFFSET,
-                    "%s: instruction set %s is unknown (known: scalar, avx2, avx512, neon)",
-                    context, q);
+    if (i >= 0)
+        return tm__fail(err, TM_ISA, TM_NO_OFFSET,
+                        paths[i].built ? "%s: instruction set %s is not supported by this CPU "
+                                         "or its operating system"
+                                       : "%s: instruction set %s is not built into the library "
+                                         "for this architecture",
+                        context, q);
+    char known[64] = "";
+    for (unsigned k = 0; k < TM__N_ISAS; k++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k ? ", " : "",
+                 paths[k].name);
+    return tm__fail(err, TM_ISA, TM_NO_OFFSET, "%s: instruction set %s is unknown (known: %s)",
+                    context, q, known);
 }
 
-static const tm__kernels *choose(void)
+static const path *choose(void)
 {
     const char *env = getenv("TM_ISA");
     if (env && *env) {
-        const tm__kernels *k;
+        const path *k;
         return check_isa("TM_ISA", env, &k, NULL) == TM_OK ? k : &refused;
     }
-    for (size_t i = 0; i < N_PATHS; i++)
-        if (path_runs_here(paths[i]))
-            return paths[i];
-    return &tm__kernels_scalar;
+    ensure_merged();
+    for (unsigned i = TM__N_ISAS; i-- > 0;) /* best last */
+        if (paths[i].built && runs_here(i))
+            return &paths[i];
+    return &paths[TM__ISA_SCALAR];
 }
 
-static const tm__kernels *kernels(void)
+static const path *active_path(void)
 {
-    const tm__kernels *k = atomic_load_explicit(&active, memory_order_acquire);
+    const path *k = atomic_load_explicit(&active, memory_order_acquire);
     if (!k) {
-        const tm__kernels *none = NULL;
+        const path *none = NULL;
         k = choose();
         /* two first calls may race: both computed the same answer, keep the first stored */
         if (!atomic_compare_exchange_strong_explicit(&active, &none, k, memory_order_acq_rel,
@@ -118,11 +160,11 @@ static const tm__kernels *kernels(void)
     return k;
 }
 
-const char *tm_isa(void) { return kernels()->name; }
+const char *tm_isa(void) { return active_path()->name; }
 
 tm_status tm_set_isa(const char *name, tm_error *err)
 {
-    const tm__kernels *k;
+    const path *k;
     if (!name)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_set_isa: name is NULL");
     tm_status st = check_isa("tm_set_isa", name, &k, err);
@@ -133,14 +175,33 @@ tm_status tm_set_isa(const char *name, tm_error *err)
 
 bool tm_isa_available(const char *name)
 {
-    const tm__kernels *k;
+    const path *k;
     return name && check_isa("", name, &k, NULL) == TM_OK;
+}
+
+const char *tm_isa_built(unsigned i)
+{
+    ensure_merged();
+    for (unsigned k = 0; k < TM__N_ISAS; k++)
+        if (paths[k].built && i-- == 0)
+            return paths[k].name;
+    return NULL;
+}
+
+tm__dequant_fn *tm__kernel_for(unsigned isa, tm_type type, unsigned *from)
+{
+    ensure_merged();
+    const int slot = tm__type_slot(type);
+    if (isa >= TM__N_ISAS || !paths[isa].built || slot < 0)
+        return NULL;
+    if (from)
+        *from = paths[isa].from[slot];
+    return paths[isa].fn[slot];
 }
 
 bool tm_type_can_dequant(tm_type type)
 {
-    int slot = tm__type_slot(type);
-    return slot >= 0 && tm__kernels_scalar.fn[slot] != NULL;
+    return tm__kernel_for(TM__ISA_SCALAR, type, NULL) != NULL;
 }
 
 /* ---- one decode ---------------------------------------------------------------------------- */
@@ -177,11 +238,11 @@ static tm_status prepare(const tm_tensor *t, tm_type type, const void *src, uint
 {
     const uint64_t info_offset = t ? t->info_offset : TM_NO_OFFSET;
     char what[128];
-    const tm__kernels *k = kernels();
+    const path *k = active_path();
     if (k == &refused) {
         /* say why again (the environment is read, not stored); tm_set_isa clears this */
         const char *env = getenv("TM_ISA");
-        const tm__kernels *unused;
+        const path *unused;
         if (!env || check_isa("TM_ISA", env, &unused, err) == TM_OK)
             return tm__fail(err, TM_ISA, TM_NO_OFFSET,
                             "TM_ISA named an instruction set this machine cannot run");
@@ -189,7 +250,7 @@ static tm_status prepare(const tm_tensor *t, tm_type type, const void *src, uint
     }
     const uint32_t block_elems = tm_type_block_elems(type);
     const int slot = tm__type_slot(type);
-    if (block_elems == 0 || slot < 0 || !tm__kernels_scalar.fn[slot]) {
+    if (block_elems == 0 || slot < 0 || !k->fn[slot]) {
         const char *tn = tm_type_name(type);
         if (tn)
             return tm__fail(err, TM_UNSUPPORTED, info_offset,
@@ -205,7 +266,7 @@ static tm_status prepare(const tm_tensor *t, tm_type type, const void *src, uint
     if (n_blocks && (!src || !out))
         return tm__fail(err, TM_INVALID_ARG, info_offset, "%s: %s pointer is NULL",
                         SUBJECT(t, what), src ? "output" : "input");
-    j->fn = k->fn[slot] ? k->fn[slot] : tm__kernels_scalar.fn[slot];
+    j->fn = k->fn[slot];
     j->src = src;
     j->dst = out;
     j->n_blocks = (size_t)n_blocks;
@@ -284,10 +345,14 @@ tm_status tm_dequant_elements(const tm_tensor *t, uint64_t first, uint64_t n, fl
     return tm_dequant_blocks(t, first / be, n / be, out, err);
 }
 
-/* Rows [r0, r1) inside the tensor, and rows made of whole blocks. */
-static tm_status check_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, uint32_t be,
-                            tm_error *err)
+/* The blocks of rows [r0, r1): the rows must lie inside the tensor and be whole blocks. */
+static tm_status row_blocks(const tm_tensor *t, uint64_t r0, uint64_t r1, uint64_t *first,
+                            uint64_t *n, uint32_t *be, tm_error *err)
 {
+    uint64_t total;
+    tm_status st = tensor_blocks(t, &total, be, err);
+    if (st != TM_OK)
+        return st;
     const uint64_t rows = tm_tensor_rows(t);
     char label[128];
     if (r0 > r1 || r1 > rows)
@@ -295,25 +360,22 @@ static tm_status check_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, uint32
                         "%s: rows [%llu, %llu) are not a range inside its %llu rows",
                         tensor_label(t, label, sizeof label), (unsigned long long)r0,
                         (unsigned long long)r1, (unsigned long long)rows);
-    if (t->ne[0] % be != 0)
+    if (t->ne[0] % *be != 0)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: a row of %llu elements is not a whole number of %u-element blocks",
-                        tensor_label(t, label, sizeof label), (unsigned long long)t->ne[0], be);
+                        tensor_label(t, label, sizeof label), (unsigned long long)t->ne[0], *be);
+    *first = r0 * (t->ne[0] / *be);
+    *n = (r1 - r0) * (t->ne[0] / *be);
     return TM_OK;
 }
 
 tm_status tm_dequant_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
                           tm_error *err)
 {
-    uint64_t total;
+    uint64_t first, n;
     uint32_t be;
-    tm_status st = tensor_blocks(t, &total, &be, err);
-    if (st == TM_OK)
-        st = check_rows(t, r0, r1, be, err);
-    if (st != TM_OK)
-        return st;
-    const uint64_t per_row = t->ne[0] / be;
-    return tm_dequant_blocks(t, r0 * per_row, (r1 - r0) * per_row, out, err);
+    tm_status st = row_blocks(t, r0, r1, &first, &n, &be, err);
+    return st != TM_OK ? st : tm_dequant_blocks(t, first, n, out, err);
 }
 
 tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_elements, float *out,
@@ -407,13 +469,8 @@ tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_threads, 
 tm_status tm_dequant_rows_mt(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
                              unsigned n_threads, tm_error *err)
 {
-    uint64_t total;
+    uint64_t first, n;
     uint32_t be;
-    tm_status st = tensor_blocks(t, &total, &be, err);
-    if (st == TM_OK)
-        st = check_rows(t, r0, r1, be, err);
-    if (st != TM_OK)
-        return st;
-    const uint64_t per_row = t->ne[0] / be;
-    return dequant_threads(t, r0 * per_row, (r1 - r0) * per_row, be, out, n_threads, err);
+    tm_status st = row_blocks(t, r0, r1, &first, &n, &be, err);
+    return st != TM_OK ? st : dequant_threads(t, first, n, be, out, n_threads, err);
 }

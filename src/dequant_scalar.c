@@ -9,44 +9,6 @@
 #include <pthread.h>
 #include <string.h>
 
-/* ---- scalar conversions -------------------------------------------------------------------- */
-
-static float f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-
-/* IEEE half -> float, exact for every pattern. A NaN keeps its payload (shifted into the top of
- * the float mantissa) and comes out quiet, as F16C's vcvtph2ps and ggml's scalar conversion
- * (whose multiply quiets a signalling NaN) both do. All three cases are computed and one is
- * selected, without branches, so the compiler can vectorize a loop of them. */
-static float half_to_float(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    const uint32_t exp = (h >> 10) & 0x1fu;
-    const uint32_t man = h & 0x3ffu;
-    const uint32_t special = 0x7f800000u | man << 13 | (man ? 0x400000u : 0); /* inf, NaN */
-    const uint32_t normal = (exp + 112) << 23 | man << 13;
-    /* zero or subnormal: man * 2^-24, exact in float32 (man < 2^10, result normal) */
-    const uint32_t small = f32_bits((float)man * 0x1p-24f);
-    const uint32_t is_special = 0u - (uint32_t)(exp == 0x1f), is_small = 0u - (uint32_t)(exp == 0);
-    return f32_from_bits(sign | (special & is_special) | (small & is_small) |
-                         (normal & ~(is_special | is_small)));
-}
-
-static float rdh(const uint8_t *p) { return half_to_float(rd16(p)); }
-
 /* ---- plain types --------------------------------------------------------------------------- */
 
 static void dequant_f32_scalar(const void *src, float *dst, size_t n)
@@ -58,7 +20,7 @@ static void dequant_f16_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *p = src;
     for (size_t i = 0; i < n; i++)
-        dst[i] = rdh(p + 2 * i);
+        dst[i] = tm__rdh(p + 2 * i);
 }
 
 /* bf16 is the top half of a float32: exact, NaN payloads (signalling too) kept as they are. */
@@ -66,7 +28,7 @@ static void dequant_bf16_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *p = src;
     for (size_t i = 0; i < n; i++)
-        dst[i] = f32_from_bits((uint32_t)rd16(p + 2 * i) << 16);
+        dst[i] = tm__f32_from_bits((uint32_t)tm__rd16(p + 2 * i) << 16);
 }
 
 /* ---- 32-element blocks --------------------------------------------------------------------- */
@@ -76,7 +38,7 @@ static void dequant_q4_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
-        const float d = rdh(b);
+        const float d = tm__rdh(b);
         for (int j = 0; j < 16; j++) {
             dst[j] = (float)((b[2 + j] & 15) - 8) * d;
             dst[j + 16] = (float)((b[2 + j] >> 4) - 8) * d;
@@ -89,7 +51,7 @@ static void dequant_q4_1_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 20, dst += 32) {
-        const float d = rdh(b), m = rdh(b + 2);
+        const float d = tm__rdh(b), m = tm__rdh(b + 2);
         for (int j = 0; j < 16; j++) {
             dst[j] = (float)(b[4 + j] & 15) * d + m;
             dst[j + 16] = (float)(b[4 + j] >> 4) * d + m;
@@ -102,7 +64,7 @@ static void dequant_q5_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
-        const float d = rdh(b);
+        const float d = tm__rdh(b);
         const uint32_t qh = tm__rd32(b + 2);
         for (int j = 0; j < 16; j++) {
             const int lo = (int)((b[6 + j] & 15) | ((qh >> j) & 1) << 4) - 16;
@@ -118,7 +80,7 @@ static void dequant_q5_1_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
-        const float d = rdh(b), m = rdh(b + 2);
+        const float d = tm__rdh(b), m = tm__rdh(b + 2);
         const uint32_t qh = tm__rd32(b + 4);
         for (int j = 0; j < 16; j++) {
             const uint32_t lo = (b[8 + j] & 15u) | ((qh >> j) & 1) << 4;
@@ -134,7 +96,7 @@ static void dequant_q8_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 34, dst += 32) {
-        const float d = rdh(b);
+        const float d = tm__rdh(b);
         for (int j = 0; j < 32; j++)
             dst[j] = (float)(int8_t)b[2 + j] * d;
     }
@@ -149,7 +111,7 @@ static void dequant_q2_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 84) {
-        const float d = rdh(b + 80), dmin = rdh(b + 82);
+        const float d = tm__rdh(b + 80), dmin = tm__rdh(b + 82);
         const uint8_t *sc = b, *q = b + 16;
         for (int half = 0; half < 2; half++, q += 32) {
             for (int shift = 0; shift < 8; shift += 2) {
@@ -178,7 +140,7 @@ static void dequant_q3_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 110) {
-        const float d = rdh(b + 108);
+        const float d = tm__rdh(b + 108);
         const uint8_t *hm = b, *q = b + 32;
         int8_t sc[16];
         q3_K_scales(b + 96, sc);
@@ -204,7 +166,7 @@ static void dequant_q4_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 144) {
-        const float d = rdh(b), dmin = rdh(b + 2);
+        const float d = tm__rdh(b), dmin = tm__rdh(b + 2);
         const uint8_t *q = b + 16;
         for (int p = 0; p < 4; p++, q += 32, dst += 64) {
             unsigned sc, m;
@@ -226,7 +188,7 @@ static void dequant_q5_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 176) {
-        const float d = rdh(b), dmin = rdh(b + 2);
+        const float d = tm__rdh(b), dmin = tm__rdh(b + 2);
         const uint8_t *qh = b + 16, *q = b + 48;
         for (int p = 0; p < 4; p++, q += 32, dst += 64) {
             unsigned sc, m;
@@ -249,7 +211,7 @@ static void dequant_q6_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 210) {
-        const float d = rdh(b + 208);
+        const float d = tm__rdh(b + 208);
         const uint8_t *ql = b, *qh = b + 128;
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
         for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, dst += 128) {
@@ -294,13 +256,13 @@ static void fp8_build(void)
         const uint32_t exp = (b >> 3) & 15, man = b & 7;
         float v;
         if (exp == 15 && man == 7)
-            v = f32_from_bits(sign | 0x7fc00000u);
+            v = tm__f32_from_bits(sign | 0x7fc00000u);
         else if (exp == 0)
-            v = f32_from_bits(sign | f32_bits((float)man * 0x1p-9f)); /* man/8 * 2^(1-7) */
+            v = tm__f32_from_bits(sign | tm__f32_bits((float)man * 0x1p-9f)); /* man/8 * 2^(1-7) */
         else
-            v = f32_from_bits(sign | (exp - 7 + 127) << 23 | man << 20);
+            v = tm__f32_from_bits(sign | (exp - 7 + 127) << 23 | man << 20);
         fp8_e4m3[b] = v;
-        fp8_e5m2[b] = half_to_float((uint16_t)(b << 8));
+        fp8_e5m2[b] = tm__half_to_float((uint16_t)(b << 8));
     }
 }
 
@@ -351,8 +313,6 @@ static void dequant_bool_scalar(const void *src, float *dst, size_t n)
         dst[i] = p[i] ? 1.0f : 0.0f;
 }
 
-#define ST(t) (TM__GGML_SLOTS + (t) - TM__ST_FIRST)
-
 const tm__kernels tm__kernels_scalar = {
     .name = "scalar",
     .fn = {
@@ -374,12 +334,12 @@ const tm__kernels tm__kernels_scalar = {
         [TM_TYPE_I16] = dequant_i16_scalar,
         [TM_TYPE_I32] = dequant_i32_scalar,
         [TM_TYPE_I64] = dequant_i64_scalar,
-        [ST(TM_TYPE_U8)] = dequant_u8_scalar,
-        [ST(TM_TYPE_BOOL)] = dequant_bool_scalar,
-        [ST(TM_TYPE_F8_E4M3)] = dequant_f8_e4m3_scalar,
-        [ST(TM_TYPE_F8_E5M2)] = dequant_f8_e5m2_scalar,
-        [ST(TM_TYPE_U16)] = dequant_u16_scalar,
-        [ST(TM_TYPE_U32)] = dequant_u32_scalar,
-        [ST(TM_TYPE_U64)] = dequant_u64_scalar,
+        [TM__SLOT(TM_TYPE_U8)] = dequant_u8_scalar,
+        [TM__SLOT(TM_TYPE_BOOL)] = dequant_bool_scalar,
+        [TM__SLOT(TM_TYPE_F8_E4M3)] = dequant_f8_e4m3_scalar,
+        [TM__SLOT(TM_TYPE_F8_E5M2)] = dequant_f8_e5m2_scalar,
+        [TM__SLOT(TM_TYPE_U16)] = dequant_u16_scalar,
+        [TM__SLOT(TM_TYPE_U32)] = dequant_u32_scalar,
+        [TM__SLOT(TM_TYPE_U64)] = dequant_u64_scalar,
     },
 };

@@ -72,12 +72,26 @@ static tm_file *new_file(tm_error *err)
     return f;
 }
 
+/* Flag bits this library knows; any other is refused, so that a caller built against a newer
+ * header that asks for a behaviour this copy lacks is told so rather than silently ignored. */
+#define KNOWN_FLAGS ((unsigned)TM_OPEN_NO_MMAP | (unsigned)TM_OPEN_ALL_SHARDS)
+
+static tm_status check_flags(const char *fn, unsigned flags, tm_error *err)
+{
+    if (flags & ~KNOWN_FLAGS)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "%s: unknown flag bits 0x%x", fn,
+                        flags & ~KNOWN_FLAGS);
+    return TM_OK;
+}
+
 tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err)
 {
     if (out)
         *out = NULL;
     if (!path || !out)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_open: path and out must be set");
+    if (check_flags("tm_open", flags, err) != TM_OK)
+        return TM_INVALID_ARG;
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;
@@ -97,6 +111,8 @@ tm_status tm_open_buffer(const void *buf, size_t len, unsigned flags, tm_file **
     if ((!buf && len) || !out)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
                         "tm_open_buffer: buf (when len > 0) and out must be set");
+    if (check_flags("tm_open_buffer", flags, err) != TM_OK)
+        return TM_INVALID_ARG;
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;

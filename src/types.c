@@ -1,63 +1,22 @@
 /* The element-type table (ggml's ids, names and block geometry) and the metadata value types. */
 #include "internal.h"
 
-/* ggml's type traits (ggml.c, type_traits[]): elements per block and bytes per block. The last
- * three, which came after the ggml headers this was written from, were measured on the golden
- * corpus: each raw_blocks tensor holds 96 blocks, so ne0 / 96 and n_bytes / 96. */
-static const tm__type_info ggml_types[] = {
-    [TM_TYPE_F32] = {"f32", 1, 4},
-    [TM_TYPE_F16] = {"f16", 1, 2},
-    [TM_TYPE_Q4_0] = {"q4_0", 32, 18},
-    [TM_TYPE_Q4_1] = {"q4_1", 32, 20},
-    [TM_TYPE_Q5_0] = {"q5_0", 32, 22},
-    [TM_TYPE_Q5_1] = {"q5_1", 32, 24},
-    [TM_TYPE_Q8_0] = {"q8_0", 32, 34},
-    [TM_TYPE_Q8_1] = {"q8_1", 32, 36},
-    [TM_TYPE_Q2_K] = {"q2_K", 256, 84},
-    [TM_TYPE_Q3_K] = {"q3_K", 256, 110},
-    [TM_TYPE_Q4_K] = {"q4_K", 256, 144},
-    [TM_TYPE_Q5_K] = {"q5_K", 256, 176},
-    [TM_TYPE_Q6_K] = {"q6_K", 256, 210},
-    [TM_TYPE_Q8_K] = {"q8_K", 256, 292},
-    [TM_TYPE_IQ2_XXS] = {"iq2_xxs", 256, 66},
-    [TM_TYPE_IQ2_XS] = {"iq2_xs", 256, 74},
-    [TM_TYPE_IQ3_XXS] = {"iq3_xxs", 256, 98},
-    [TM_TYPE_IQ1_S] = {"iq1_s", 256, 50},
-    [TM_TYPE_IQ4_NL] = {"iq4_nl", 32, 18},
-    [TM_TYPE_IQ3_S] = {"iq3_s", 256, 110},
-    [TM_TYPE_IQ2_S] = {"iq2_s", 256, 82},
-    [TM_TYPE_IQ4_XS] = {"iq4_xs", 256, 136},
-    [TM_TYPE_I8] = {"i8", 1, 1},
-    [TM_TYPE_I16] = {"i16", 1, 2},
-    [TM_TYPE_I32] = {"i32", 1, 4},
-    [TM_TYPE_I64] = {"i64", 1, 8},
-    [TM_TYPE_F64] = {"f64", 1, 8},
-    [TM_TYPE_IQ1_M] = {"iq1_m", 256, 56},
-    [TM_TYPE_BF16] = {"bf16", 1, 2},
-    [TM_TYPE_TQ1_0] = {"tq1_0", 256, 54},
-    [TM_TYPE_TQ2_0] = {"tq2_0", 256, 66},
-    [TM_TYPE_MXFP4] = {"mxfp4", 32, 17},
-    [TM_TYPE_NVFP4] = {"nvfp4", 64, 36},
-    [TM_TYPE_Q1_0] = {"q1_0", 128, 18},
-    [TM_TYPE_Q2_0] = {"q2_0", 64, 18},
-};
+/* The geometry and names of every type, from the one list in tensormap.h. */
+#define TYPE_INFO(name, id, text, block_elems, block_bytes) \
+    [TM_TYPE_##name - BASE] = {text, block_elems, block_bytes},
+#define BASE 0
+static const tm__type_info ggml_types[] = { TM_GGML_TYPE_LIST(TYPE_INFO) };
+#undef BASE
+#define BASE TM_TYPE_U8
+static const tm__type_info st_types[] = { TM_ST_TYPE_LIST(TYPE_INFO) };
+#undef BASE
+#undef TYPE_INFO
 
 /* Ids ggml once had and removed: known by name, with no block geometry (block size 0), so that
  * a file naming one is told "removed" rather than "unknown", and nothing divides by its size. */
 static const char *const removed_types[] = {
     [4] = "q4_2",       [5] = "q4_3",       [31] = "q4_0_4_4",   [32] = "q4_0_4_8",
     [33] = "q4_0_8_8",  [36] = "iq4_nl_4_4", [37] = "iq4_nl_4_8", [38] = "iq4_nl_8_8",
-};
-
-/* safetensors storage types without a ggml id, from TM_TYPE_U8 = 1024 on. */
-static const tm__type_info st_types[] = {
-    [TM_TYPE_U8 - TM_TYPE_U8] = {"U8", 1, 1},
-    [TM_TYPE_BOOL - TM_TYPE_U8] = {"BOOL", 1, 1},
-    [TM_TYPE_F8_E4M3 - TM_TYPE_U8] = {"F8_E4M3", 1, 1},
-    [TM_TYPE_F8_E5M2 - TM_TYPE_U8] = {"F8_E5M2", 1, 1},
-    [TM_TYPE_U16 - TM_TYPE_U8] = {"U16", 1, 2},
-    [TM_TYPE_U32 - TM_TYPE_U8] = {"U32", 1, 4},
-    [TM_TYPE_U64 - TM_TYPE_U8] = {"U64", 1, 8},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -173,11 +173,23 @@ static tm_status check_key(const tm_writer *w, const char *key, uint64_t *len, t
     return TM_OK;
 }
 
+/* A key or name as messages show it: quoted and escaped as the readers do (tm__quote), since
+ * it may come straight from another file (an edit or a merge). */
+typedef struct quoted_name {
+    char s[96];
+} quoted_name;
+
+static quoted_name quoted(const char *name)
+{
+    quoted_name q;
+    tm__quote(q.s, sizeof q.s, name, strlen(name));
+    return q;
+}
+
 static tm_status no_room(tm_error *err, const char *what, const char *name)
 {
-    char q[96];
-    tm__quote(q, sizeof q, name, strlen(name));
-    return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory adding %s %s", what, q);
+    return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory adding %s %s", what,
+                    quoted(name).s);
 }
 
 /* Reserve a whole entry: key, value type, and extra bytes of value. */
@@ -200,14 +212,14 @@ static tm_status fixed_bytes(const tm_writer *w, const char *key, tm_vtype type,
     if (size == 0) {
         const char *name = tm_vtype_name(type);
         return tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
-                        "metadata entry %llu ('%s'): value type %u%s%s%s is not a fixed-size type",
-                        (unsigned long long)w->n_kv, key, (unsigned)type, name ? " (" : "",
+                        "metadata entry %llu (%s): value type %u%s%s%s is not a fixed-size type",
+                        (unsigned long long)w->n_kv, quoted(key).s, (unsigned)type, name ? " (" : "",
                         name ? name : "", name ? ")" : "");
     }
     if (!tm__mul_u64(count, size, out))
         return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
-                        "metadata entry %llu ('%s'): %llu elements of %u bytes overflow",
-                        (unsigned long long)w->n_kv, key, (unsigned long long)count, size);
+                        "metadata entry %llu (%s): %llu elements of %u bytes overflow",
+                        (unsigned long long)w->n_kv, quoted(key).s, (unsigned long long)count, size);
     return TM_OK;
 }
 
@@ -219,8 +231,8 @@ static tm_status check_bools(const tm_writer *w, const char *key, const uint8_t 
     for (uint64_t i = 0; i < count; i++)
         if (v[i] > 1)
             return tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
-                            "metadata entry %llu ('%s'): bool %llu holds %u, not 0 or 1",
-                            (unsigned long long)w->n_kv, key, (unsigned long long)i, v[i]);
+                            "metadata entry %llu (%s): bool %llu holds %u, not 0 or 1",
+                            (unsigned long long)w->n_kv, quoted(key).s, (unsigned long long)i, v[i]);
     return TM_OK;
 }
 
@@ -235,8 +247,8 @@ static tm_status put_fixed_array(tm_writer *w, const char *key, tm_vtype type,
         st = fixed_bytes(w, key, type, count, &n_bytes, err);
     if (st == TM_OK && count && !elems)
         st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                      "metadata entry %llu ('%s'): the value is NULL",
-                      (unsigned long long)w->n_kv, key);
+                      "metadata entry %llu (%s): the value is NULL",
+                      (unsigned long long)w->n_kv, quoted(key).s);
     if (st == TM_OK && type == TM_V_BOOL)
         st = check_bools(w, key, elems, count, err);
     if (st == TM_OK)
@@ -274,12 +286,12 @@ static tm_status check_string(const tm_writer *w, const char *key, uint64_t i, b
         snprintf(where, sizeof where, " string %llu", (unsigned long long)i);
     if (!s && len)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                        "metadata entry %llu ('%s'):%s is NULL", (unsigned long long)w->n_kv,
-                        key, where);
+                        "metadata entry %llu (%s):%s is NULL", (unsigned long long)w->n_kv,
+                        quoted(key).s, where);
     if (len > TM_MAX_STRING_LEN)
         return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
-                        "metadata entry %llu ('%s'):%s is %llu bytes long; the limit is %u",
-                        (unsigned long long)w->n_kv, key, where, (unsigned long long)len,
+                        "metadata entry %llu (%s):%s is %llu bytes long; the limit is %u",
+                        (unsigned long long)w->n_kv, quoted(key).s, where, (unsigned long long)len,
                         TM_MAX_STRING_LEN);
     return TM_OK;
 }
@@ -312,8 +324,8 @@ tm_status tm_writer_kv_str_array(tm_writer *w, const char *key, const char *cons
         return st;
     if (count && !strs)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                        "metadata entry %llu ('%s'): the strings are NULL",
-                        (unsigned long long)w->n_kv, key);
+                        "metadata entry %llu (%s): the strings are NULL",
+                        (unsigned long long)w->n_kv, quoted(key).s);
     /* Two passes: sizes first (so the entry is reserved whole), then the bytes. */
     uint64_t n_bytes = 12;
     for (uint64_t i = 0; i < count; i++) {
@@ -405,8 +417,8 @@ static tm_status add_tensor(tm_writer *w, const char *name, tm_type type, uint32
         offset = (w->data_end + a - 1) & ~(a - 1);
     } else if (offset % a) {
         return tm__fail(err, TM_LAYOUT, TM_NO_OFFSET,
-                        "tensor %llu ('%s'): offset %llu is not a multiple of the alignment %u",
-                        (unsigned long long)w->n_tensors, name, (unsigned long long)offset,
+                        "tensor %llu (%s): offset %llu is not a multiple of the alignment %u",
+                        (unsigned long long)w->n_tensors, quoted(name).s, (unsigned long long)offset,
                         w->alignment);
     }
     if (!tm__add_u64(offset, n_bytes, &end))

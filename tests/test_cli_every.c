@@ -4,6 +4,7 @@
  * arguments from `tensormap help NAME` (the same table's help texts), so a command or a flag
  * added later is run here without this file changing. Each run gets its own directory, as its
  * working directory and for any output path. */
+#include "st_writer.h"
 #include "test_cli.h"
 
 #include <criterion/criterion.h>
@@ -254,6 +255,41 @@ static int usage_args(run_ctx *x, command_doc *c, const char *usage, const char 
 
 static int failures;
 
+/* Set by the hostile-strings test: every run's stdout and stderr are also searched for a byte
+ * or character that a terminal would act on. */
+static bool scan_output;
+
+/* Where the first raw control is in s, described in why; NULL when there is none. Newline and
+ * tab are the tool's own layout; anything else below 0x20, DEL, invalid UTF-8, a C1 control
+ * (U+0080..U+009F) or a bidirectional control must have been escaped. */
+static const char *raw_control(const char *s, size_t n, char *why, size_t size)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned c = p[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+                   : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (len == 1 && (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f)))
+            continue;
+        uint32_t cp = len == 1 ? c : len ? c & (0xffu >> (len + 1)) : 0;
+        for (size_t k = 1; len && k < len; k++) {
+            if (i + k >= n || (p[i + k] & 0xc0) != 0x80)
+                len = 0;
+            else
+                cp = cp << 6 | (p[i + k] & 0x3fu);
+        }
+        if (len > 1 && !(cp >= 0x80 && cp <= 0x9f) && cp != 0x61c && cp != 0x200e &&
+            cp != 0x200f && !(cp >= 0x202a && cp <= 0x202e) && !(cp >= 0x2066 && cp <= 0x2069)) {
+            i += len - 1;
+            continue;
+        }
+        snprintf(why, size, "byte %zu: %s%04X", i, len ? "raw U+" : "invalid UTF-8, byte 0x",
+                 len ? (unsigned)cp : c);
+        return why;
+    }
+    return NULL;
+}
+
 static void run_one(run_ctx *x, const char *cmd, const char **args, int n)
 {
     const char *argv[MAX_ARGS + 2] = {cmd};
@@ -262,12 +298,19 @@ static void run_one(run_ctx *x, const char *cmd, const char **args, int n)
     argv[n + 1] = NULL;
     tool_result r = tool_run_in(x->dir, argv);
     bool sanitizer = strstr(r.err, "Sanitizer") || strstr(r.err, "runtime error:");
-    if (r.status > 2 || sanitizer) {
+    char why[160] = "", where[8] = "";
+    if (scan_output && raw_control(r.out, r.out_len, why, sizeof why))
+        strcpy(where, "stdout");
+    else if (scan_output && raw_control(r.err, strlen(r.err), why, sizeof why))
+        strcpy(where, "stderr");
+    if (r.status > 2 || sanitizer || where[0]) {
         char line[1024] = "tensormap";
         for (int i = 0; argv[i]; i++)
             snprintf(line + strlen(line), sizeof line - strlen(line), " %s", argv[i]);
-        cr_log_error("%s: exit %d%s\n%.2000s", line, r.status,
-                     r.status > 128 ? " (a signal)" : "", r.err);
+        for (char *c = line; *c; c++) /* this log is read on a terminal too */
+            *c = (unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f ? '?' : *c;
+        cr_log_error("%s: exit %d%s %s %s\n%.2000s", line, r.status,
+                     r.status > 128 ? " (a signal)" : "", where, why, r.err);
         failures++;
     }
     tool_result_free(&r);
@@ -369,4 +412,93 @@ Test(cli_every, every_command_and_flag_on_the_demo_and_golden_files)
     free(cmds);
     cr_log_info("%d runs of %d commands", serial, n);
     cr_assert_eq(failures, 0, "%d runs crashed or reported a sanitizer error (above)", failures);
+}
+
+/* ---- hostile strings ------------------------------------------------------------------------
+ * Keys, values, tensor names, the architecture, tokens and shard file names made of what a
+ * terminal acts on: ESC sequences (title, clear screen), a lone CSI as C1 (U+009B), DEL, a
+ * right-to-left override and an isolate, an invisible direction mark, and invalid UTF-8.
+ * Every command, text and --json, must print all of it escaped. */
+
+#define HOSTILE "\x1b]0;pwned\x07\x1b[2J\xc2\x9b" "31m\x7f\xe2\x80\xae\xe2\x81\xa6\xe2\x80\x8f\xd8\x9c"
+
+static const char *hostile_gguf(void)
+{
+    const char *path = test_path("hostile.gguf");
+    tm_writer *w;
+    tm_error err;
+    const uint64_t ne[2] = {32, 2};
+    static float zeros[64];
+    const char *tokens[3] = {"ok", HOSTILE, "bad\xff\xfe"};
+    uint32_t blocks = 1;
+    cr_assert_eq(tm_writer_new(&w, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_kv_str(w, "general.architecture", HOSTILE, strlen(HOSTILE), &err), TM_OK);
+    cr_assert_eq(tm_writer_kv_str(w, "general.name", HOSTILE "\xff", strlen(HOSTILE) + 1, &err),
+                 TM_OK);
+    /* the architecture's own keys are looked up by name: "HOSTILE.block_count" */
+    cr_assert_eq(tm_writer_kv_scalar(w, HOSTILE ".block_count", TM_V_U32, &blocks, &err), TM_OK);
+    cr_assert_eq(tm_writer_kv_str(w, "key." HOSTILE "\xc3", "v", 1, &err), TM_OK);
+    cr_assert_eq(tm_writer_kv_str_array(w, "tokenizer.ggml.tokens", tokens, NULL, 3, &err), TM_OK);
+    /* the first tensor (the one every command is given) is valid UTF-8, for argv */
+    cr_assert_eq(tm_writer_tensor(w, "blk.0." HOSTILE ".weight", TM_TYPE_F32, 2, ne, zeros, &err),
+                 TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_tensor(w, "blk.1." HOSTILE "\xff.weight", TM_TYPE_F32, 2, ne, zeros,
+                                  &err),
+                 TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_finish(w, path, &err), TM_OK, "%s", err.message);
+    return path;
+}
+
+/* A safetensors checkpoint in two shards, the second's file name hostile, tensor names and
+ * metadata hostile; the index is the file the commands get. */
+static const char *hostile_safetensors(void)
+{
+    static const float zeros[6];
+    const uint64_t s23[2] = {2, 3};
+    char one[256], two[256], index[256], json[1024];
+    static const char shard2[] = "\x1b[2J\xc2\x9b\xe2\x80\xae.safetensors";
+    snprintf(one, sizeof one, "%s", test_path("one.safetensors"));
+    snprintf(two, sizeof two, "%s", test_path(shard2));
+    snprintf(index, sizeof index, "%s", test_path("hostile.safetensors.index.json"));
+    st_writer *w = st_writer_new();
+    st_writer_meta(w, HOSTILE, HOSTILE);
+    st_writer_add(w, "model.layers.0." HOSTILE, "F32", 2, s23, zeros, sizeof zeros);
+    cr_assert_eq(st_writer_write(w, one), 0);
+    st_writer_free(w);
+    w = st_writer_new();
+    st_writer_add(w, "model.layers.1." HOSTILE, "F32", 2, s23, zeros, sizeof zeros);
+    cr_assert_eq(st_writer_write(w, two), 0);
+    st_writer_free(w);
+    /* the same strings, as JSON escapes */
+#define J "\\u001b]0;pwned\\u0007\\u001b[2J\\u009b31m\\u007f\\u202e\\u2066\\u200f\\u061c"
+    snprintf(json, sizeof json,
+             "{\"metadata\": {\"" J "\": \"" J "\"}, \"weight_map\": {"
+             "\"model.layers.0." J "\": \"one.safetensors\", "
+             "\"model.layers.1." J "\": \"\\u001b[2J\\u009b\\u202e.safetensors\"}}");
+#undef J
+    cr_assert_eq(st_write_file(index, json, strlen(json)), 0);
+    return test_path("hostile.safetensors.index.json");
+}
+
+Test(cli_every, every_command_prints_hostile_strings_escaped)
+{
+    command_doc *cmds = calloc(64, sizeof *cmds);
+    cr_assert_not_null(cmds);
+    int n = load_commands(cmds, 64);
+    char models[2][512];
+    snprintf(models[0], sizeof models[0], "%s", hostile_gguf());
+    snprintf(models[1], sizeof models[1], "%s", hostile_safetensors());
+    scan_output = true;
+    int serial = 0;
+    for (int m = 0; m < 2; m++) {
+        char tensor[256], header[512];
+        prepare(models[m], tensor, sizeof tensor, header, sizeof header, m);
+        for (int i = 0; i < n; i++)
+            run_command(&cmds[i], models[m], tensor, header, &serial);
+    }
+    for (int i = 0; i < n; i++)
+        free(cmds[i].help);
+    free(cmds);
+    cr_log_info("%d runs of %d commands", serial, n);
+    cr_assert_eq(failures, 0, "%d runs printed a raw control or crashed (above)", failures);
 }

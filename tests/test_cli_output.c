@@ -21,7 +21,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-TestSuite(cli_output, .fini = test_cleanup, .timeout = 60);
+TestSuite(cli_output, .fini = test_cleanup);
 
 static void ok(tm_status s, const tm_error *err)
 {

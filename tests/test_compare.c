@@ -411,3 +411,67 @@ Test(compare, llama_without_head_counts, .init = pair_setup, .fini = pair_teardo
     cr_expect_eq(run_tool(args, out, sizeof out), 1);
     cr_expect(strstr(out, "llama.attention.head_count is missing"), "%s", out);
 }
+
+/* A value float32 cannot hold, against the float32 it rounds to, is a difference: compare works
+ * in the wider type (I64 16777217 is not F32 16777216; F64 1e300 is not F32 infinity), and
+ * values both types hold exactly still match. */
+Test(compare, the_wider_type_decides, .init = pair_setup, .fini = pair_teardown)
+{
+    static const struct {
+        const char *name, *wide_type;
+        size_t wide_size;
+        int64_t i;
+        double d;
+        float f;
+        bool differs;
+    } c[] = {
+        {"i64_2p24_plus_1", "I64", 8, 16777217, 0, 16777216.0f, true},
+        {"i64_2p24", "I64", 8, 16777216, 0, 16777216.0f, false},
+        {"i64_minus_5", "I64", 8, -5, 0, -5.0f, false},
+        {"f64_1e300", "F64", 8, 0, 1e300, INFINITY, true},
+        {"f64_tenth", "F64", 8, 0, 0.1, 0.1f, true},
+        {"f64_half", "F64", 8, 0, 0.5, 0.5f, false},
+        {"i32_2p24_plus_1", "I32", 4, 16777217, 0, 16777216.0f, true},
+    };
+    const size_t n = sizeof c / sizeof c[0];
+    const uint64_t shape[1] = {1};
+    char other[160];
+    snprintf(other, sizeof other, "%s/other.safetensors", dir);
+    st_writer *wa = st_writer_new(), *wb = st_writer_new();
+    for (size_t k = 0; k < n; k++) {
+        uint8_t v[8];
+        if (c[k].wide_type[0] == 'F')
+            memcpy(v, &c[k].d, 8);
+        else if (c[k].wide_size == 8)
+            memcpy(v, &c[k].i, 8);
+        else {
+            int32_t i32 = (int32_t)c[k].i;
+            memcpy(v, &i32, 4);
+        }
+        st_writer_add(wa, c[k].name, c[k].wide_type, 1, shape, v, c[k].wide_size);
+        st_writer_add(wb, c[k].name, "F32", 1, shape, &c[k].f, 4);
+    }
+    cr_assert_eq(st_writer_write(wa, st_path), 0);
+    cr_assert_eq(st_writer_write(wb, other), 0);
+    st_writer_free(wa);
+    st_writer_free(wb);
+    for (int order = 0; order < 2; order++) {
+        int rc;
+        json_t *j = order ? run_json(other, st_path, "", &rc) : run_json(st_path, other, "", &rc);
+        cr_expect_eq(rc, 1);
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(j, "pairs"), i, p) {
+            const char *name = json_string_value(json_object_get(p, "a"));
+            cr_assert_not_null(name);
+            for (size_t k = 0; k < n; k++)
+                if (strcmp(name, c[k].name) == 0)
+                    cr_expect_str_eq(json_string_value(json_object_get(p, "status")),
+                                     c[k].differs ? "differs" : "exact", "%s (%s first)", name,
+                                     order ? "F32" : c[k].wide_type);
+        }
+        cr_expect_eq(json_array_size(json_object_get(j, "pairs")), n);
+        json_decref(j);
+    }
+    unlink(other);
+}

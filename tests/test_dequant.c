@@ -2,6 +2,7 @@
  * bit, on every instruction-set path this machine has), every SIMD kernel against the scalar
  * one on fresh random blocks at the edges of memory, hand-built blocks whose values are known
  * by construction, the threaded whole-tensor path, and the API's refusals. */
+#include "dequant.h"
 #include "dequant_nan.h"
 #include "tensormap.h"
 
@@ -15,29 +16,19 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The paths this architecture can have; the ones the CPU lacks are skipped at run time. */
-static const char *const isas[] = {
-#if defined(__x86_64__)
-    "scalar", "avx2", "avx512",
-#elif defined(__aarch64__)
-    "scalar", "neon",
-#else
-    "scalar",
-#endif
-};
-#define N_ISAS (sizeof isas / sizeof isas[0])
+/* The paths built into the library for this architecture ("scalar" first); the ones the CPU
+ * lacks are skipped, visibly, at run time. */
+#define MAX_ISAS 8
 
-/* The types with kernels, as the golden corpus names them. */
-static const char *const golden_types[] = {
-    "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0",
-    "q2_K", "q3_K", "q4_K", "q5_K", "q6_K",
-};
-#define N_GOLDEN_TYPES (sizeof golden_types / sizeof golden_types[0])
+/* Every type id the library may know: the ggml ids and the safetensors storage ids. */
+#define MAX_GGML_ID 64u
+#define MAX_TYPE_ID (1024u + 64u)
+static bool known_id(unsigned id) { return id < MAX_GGML_ID || id >= 1024u; }
 
 static void use_isa(const char *isa)
 {
     if (!tm_isa_available(isa))
-        cr_skip_test("instruction set %s is not available on this machine", isa);
+        cr_skip_test("instruction set %s is built but this CPU or its OS lacks it", isa);
     tm_error err = {0};
     cr_assert_eq(tm_set_isa(isa, &err), TM_OK, "tm_set_isa(%s): %s", isa, err.message);
     cr_assert_str_eq(tm_isa(), isa);
@@ -49,8 +40,8 @@ static void use_isa(const char *isa)
  * addresses from the parent mean nothing. */
 typedef struct golden_param {
     char file;            /* 'a' or 'b' */
-    unsigned type;        /* into golden_types */
-    unsigned isa;         /* into isas */
+    tm_type type;
+    unsigned isa;         /* tm_isa_built(isa) */
 } golden_param;
 
 static char *corpus_path(char file, const char *ext)
@@ -138,22 +129,40 @@ static void check_golden_tensor(const tm_file *tf, char file, const char *name, 
     free(want);
 }
 
+/* Whether golden-a.tsv (golden-b has the same tensors) names tensors of type t: the corpus has
+ * one TYPE.rows.weight and one TYPE.raw_blocks for every type ggml can decode. */
+static bool corpus_has_type(tm_type t)
+{
+    const char *dir = getenv("TM_CORPUS");
+    char path[4096], line[512], name[256], type[64];
+    snprintf(path, sizeof path, "%s/golden/golden-a.tsv", dir ? dir : ".");
+    FILE *f = fopen(path, "r");
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = sscanf(line, "%255s %63s", name, type) == 2 && strcmp(type, tm_type_name(t)) == 0;
+    if (f)
+        fclose(f);
+    return found;
+}
+
 ParameterizedTestParameters(dequant_golden, matches_ggml)
 {
-    static golden_param params[2 * N_GOLDEN_TYPES * N_ISAS];
+    static golden_param params[2 * MAX_GGML_ID * MAX_ISAS];
     size_t k = 0;
     for (int f = 0; f < 2; f++)
-        for (size_t t = 0; t < N_GOLDEN_TYPES; t++)
-            for (size_t i = 0; i < N_ISAS; i++)
-                params[k++] = (golden_param){ (char)('a' + f), (unsigned)t, (unsigned)i };
+        for (unsigned t = 0; t < MAX_GGML_ID; t++)
+            for (unsigned i = 0; tm_type_name((tm_type)t) && corpus_has_type((tm_type)t) &&
+                                 tm_isa_built(i);
+                 i++)
+                params[k++] = (golden_param){ (char)('a' + f), (tm_type)t, i };
     return cr_make_param_array(golden_param, params, k);
 }
 
-/* For each file x type x path: TYPE.rows.weight (ggml-quantized realistic rows) and
- * TYPE.raw_blocks (random bit patterns) decode to exactly ggml's floats. */
+/* For each file x decodable ggml type x path: TYPE.rows.weight (ggml-quantized realistic rows)
+ * and TYPE.raw_blocks (random bit patterns) decode to exactly ggml's floats. */
 ParameterizedTest(golden_param *p, dequant_golden, matches_ggml)
 {
-    const char *isa = isas[p->isa], *type = golden_types[p->type];
+    const char *isa = tm_isa_built(p->isa), *type = tm_type_name(p->type);
     use_isa(isa);
     char *path = corpus_path(p->file, "gguf");
     tm_file *tf = NULL;
@@ -170,17 +179,13 @@ ParameterizedTest(golden_param *p, dequant_golden, matches_ggml)
 
 /* ---- SIMD == scalar on random blocks at the edges of memory --------------------------------- */
 
-/* The types each SIMD path must decode exactly as scalar (those without a SIMD kernel fall back
- * to scalar, which makes the comparison trivially true but keeps it honest if one is added). */
-static const tm_type random_types[] = {
-    TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q4_0, TM_TYPE_Q4_1, TM_TYPE_Q5_0, TM_TYPE_Q5_1,
-    TM_TYPE_Q8_0, TM_TYPE_Q2_K, TM_TYPE_Q3_K, TM_TYPE_Q4_K, TM_TYPE_Q5_K, TM_TYPE_Q6_K,
-};
+/* Every decodable type on every SIMD path (a type without a kernel of its own on a path runs
+ * its fallback's, which is then compared with scalar too). */
 static const size_t block_counts[] = { 1, 2, 3, 7, 64, 4097 };
 
 typedef struct random_param {
     tm_type type;
-    unsigned isa; /* into isas */
+    unsigned isa; /* tm_isa_built(isa) */
 } random_param;
 
 static uint64_t rng_state;
@@ -239,11 +244,12 @@ static void decode_checked(tm_type type, const uint8_t *src, size_t n_el, float 
 
 ParameterizedTestParameters(dequant_random, simd_equals_scalar)
 {
-    static random_param params[sizeof random_types / sizeof random_types[0] * N_ISAS];
+    static random_param params[2 * MAX_GGML_ID * MAX_ISAS];
     size_t k = 0;
-    for (size_t t = 0; t < sizeof random_types / sizeof random_types[0]; t++)
-        for (size_t i = 1; i < N_ISAS; i++) /* isas[0] is scalar, the reference */
-            params[k++] = (random_param){ random_types[t], (unsigned)i };
+    for (unsigned t = 0; t < MAX_TYPE_ID; t++)
+        for (unsigned i = 1; known_id(t) && tm_type_can_dequant((tm_type)t) && tm_isa_built(i);
+             i++) /* path 0 is scalar, the reference */
+            params[k++] = (random_param){ (tm_type)t, i };
     return cr_make_param_array(random_param, params, k);
 }
 
@@ -252,9 +258,8 @@ ParameterizedTestParameters(dequant_random, simd_equals_scalar)
  * before a PROT_NONE page (a kernel reading one byte too far faults) or at an odd address. */
 ParameterizedTest(random_param *p, dequant_random, simd_equals_scalar)
 {
-    const char *isa = isas[p->isa];
-    if (!tm_isa_available(isa))
-        cr_skip_test("instruction set %s is not available on this machine", isa);
+    const char *isa = tm_isa_built(p->isa);
+    use_isa(isa);
     const uint64_t seed = fresh_seed();
     rng_state = seed;
     const size_t be = tm_type_block_elems(p->type), bb = tm_type_block_bytes(p->type);
@@ -300,14 +305,14 @@ static void expect_values(tm_type type, const uint8_t *block, const float *want,
 {
     float got[256];
     tm_error err = {0};
-    for (size_t i = 0; i < N_ISAS; i++) {
-        if (!tm_isa_available(isas[i]))
-            continue;
-        cr_assert_eq(tm_set_isa(isas[i], &err), TM_OK);
+    for (unsigned i = 0; tm_isa_built(i); i++) {
+        if (!tm_isa_available(tm_isa_built(i)))
+            continue; /* the per-path golden and random tests skip it visibly */
+        cr_assert_eq(tm_set_isa(tm_isa_built(i), &err), TM_OK);
         cr_assert_eq(tm_dequant_raw(type, block, n, got, &err), TM_OK, "%s", err.message);
         for (size_t j = 0; j < n; j++)
             cr_assert_eq(got[j], want[j], "%s on %s: element %zu is %g, want %g",
-                         tm_type_name(type), isas[i], j, (double)got[j], (double)want[j]);
+                         tm_type_name(type), tm_isa_built(i), j, (double)got[j], (double)want[j]);
     }
 }
 
@@ -448,15 +453,15 @@ Test(dequant_tensor, threads_match_row_by_row, .timeout = 120)
     for (uint64_t r = 0; r < rows; r += 16)
         cr_assert_eq(tm_dequant_rows(&t, r, r + 16, want + r * ne0, &err), TM_OK, "%s", err.message);
     const unsigned threads[] = { 1, 2, 3, 0 };
-    for (size_t i = 0; i < N_ISAS; i++) {
-        if (!tm_isa_available(isas[i]))
-            continue;
-        cr_assert_eq(tm_set_isa(isas[i], &err), TM_OK);
+    for (unsigned i = 0; tm_isa_built(i); i++) {
+        if (!tm_isa_available(tm_isa_built(i)))
+            continue; /* the per-path golden and random tests skip it visibly */
+        cr_assert_eq(tm_set_isa(tm_isa_built(i), &err), TM_OK);
         for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
             memset(got, 0xff, n * sizeof(float));
             cr_assert_eq(tm_dequant_tensor(&t, got, threads[k], &err), TM_OK, "%s", err.message);
             cr_assert(memcmp(got, want, n * sizeof(float)) == 0,
-                      "%s, %u threads: differs from row-by-row scalar (seed %llu)", isas[i],
+                      "%s, %u threads: differs from row-by-row scalar (seed %llu)", tm_isa_built(i),
                       threads[k], (unsigned long long)seed);
         }
         /* an output that is only 4-byte aligned */
@@ -464,7 +469,7 @@ Test(dequant_tensor, threads_match_row_by_row, .timeout = 120)
         const tm_tensor t2 = fake_tensor(type, ne0, rows - 1, data);
         cr_assert_eq(tm_dequant_tensor(&t2, got + 1, 2, &err), TM_OK, "%s", err.message);
         cr_assert(memcmp(got + 1, want, (n - ne0) * sizeof(float)) == 0,
-                  "%s, unaligned output: differs (seed %llu)", isas[i], (unsigned long long)seed);
+                  "%s, unaligned output: differs (seed %llu)", tm_isa_built(i), (unsigned long long)seed);
     }
     free(data);
     free(want);
@@ -488,11 +493,11 @@ Test(dequant_cli, raw_dump_matches_ggml_on_every_path)
         float *want = golden_values('b', off, n);
         float *got = malloc(n * sizeof *got + 1);
         cr_assert(got);
-        for (size_t i = 0; i < N_ISAS; i++) {
-            if (!tm_isa_available(isas[i]))
-                continue;
+        for (unsigned i = 0; tm_isa_built(i); i++) {
+            if (!tm_isa_available(tm_isa_built(i)))
+                continue; /* the per-path golden and random tests skip it visibly */
             char cmd[1024];
-            snprintf(cmd, sizeof cmd, "TM_ISA=%s '%s' dump '%s' %s --format raw -o -", isas[i],
+            snprintf(cmd, sizeof cmd, "TM_ISA=%s '%s' dump '%s' %s --format raw -o -", tm_isa_built(i),
                      tool, gguf, names[k]);
             FILE *p = popen(cmd, "r");
             cr_assert(p);
@@ -571,22 +576,47 @@ Test(dequant_storage, integers_f64_bool)
 
 /* ---- refusals ------------------------------------------------------------------------------- */
 
-Test(dequant_api, type_without_kernel_is_named)
+/* q8_1 and q8_K have no float decoder in ggml: refused by name. An id ggml removed is named as
+ * removed types are; an id ggml never defined (a fork's private type) is refused by number. */
+Test(dequant_api, types_without_a_decoder_are_refused)
 {
-    char *path = corpus_path('a', "gguf");
-    tm_file *tf = NULL;
-    tm_error err = {0};
-    cr_assert_eq(tm_open(path, 0, &tf, &err), TM_OK, "%s", err.message);
-    const tm_tensor *t = tm_tensor_find(tf, "iq2_xxs.raw_blocks");
-    cr_assert(t);
+    static const struct {
+        unsigned id;
+        const char *says;
+    } cases[] = {
+        { TM_TYPE_Q8_1, "type q8_1 has no decoder" },
+        { TM_TYPE_Q8_K, "type q8_K has no decoder" },
+        { 36, "type iq4_nl_4_4 has no decoder" },
+        { 43, "type id 43 is not a known type" },
+        { 1023, "type id 1023 is not a known type" },
+        { TM_TYPE_U64 + 1, "type id 1031 is not a known type" },
+    };
+    uint8_t block[512] = { 0 };
     float out[256];
-    cr_assert_eq(tm_dequant_blocks(t, 0, 1, out, &err), TM_UNSUPPORTED);
-    cr_assert(strstr(err.message, "iq2_xxs") && strstr(err.message, "iq2_xxs.raw_blocks"),
-              "message should name the type and the tensor: %s", err.message);
-    cr_assert(!tm_type_can_dequant(TM_TYPE_IQ2_XXS));
-    cr_assert(tm_type_can_dequant(TM_TYPE_Q6_K));
-    tm_close(tf);
-    free(path);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const tm_type t = (tm_type)cases[i].id;
+        tm_error err = {0};
+        cr_assert(!tm_type_can_dequant(t), "id %u", cases[i].id);
+        const uint32_t be = tm_type_block_elems(t);
+        cr_assert_eq(tm_dequant_raw(t, block, be ? be : 1, out, &err), TM_UNSUPPORTED, "id %u",
+                     cases[i].id);
+        cr_assert(strstr(err.message, cases[i].says), "id %u: %s", cases[i].id, err.message);
+    }
+    cr_assert_eq(tm_type_block_bytes(TM_TYPE_Q8_K), 292);
+    cr_assert_eq(tm_type_block_elems((tm_type)43), 0);
+}
+
+/* Every id ggml defines that has a float decoder there decodes here: all but q8_1 and q8_K. */
+Test(dequant_api, every_ggml_type_with_a_ggml_decoder_decodes)
+{
+    for (unsigned t = 0; t < MAX_GGML_ID; t++) {
+        const tm_type type = (tm_type)t;
+        const bool defined = tm_type_block_elems(type) != 0;
+        const bool ggml_decodes = defined && type != TM_TYPE_Q8_1 && type != TM_TYPE_Q8_K &&
+                                  !(type >= TM_TYPE_I8 && type <= TM_TYPE_F64);
+        if (ggml_decodes)
+            cr_assert(tm_type_can_dequant(type), "%s (%u) has no decoder", tm_type_name(type), t);
+    }
 }
 
 Test(dequant_api, ranges_are_checked)
@@ -676,4 +706,103 @@ Test(dequant_api, bad_tm_isa_environment_is_an_error)
     cr_assert_str_eq(tm_isa(), "none");
     cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
     cr_assert_eq(tm_dequant_raw(TM_TYPE_Q8_0, block, 32, out, &err), TM_OK, "%s", err.message);
+}
+
+/* ---- which kernel each path runs ------------------------------------------------------------ */
+
+/* The types each SIMD path has a kernel of its own for, by name: kept by hand on purpose, so
+ * that a kernel dropped from its table (which every SIMD-vs-scalar test would still pass, the
+ * fallback being exact) fails here. */
+static const struct {
+    unsigned isa;
+    const char *types;
+} own_kernels[] = {
+    { TM__ISA_AVX2, " f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K " },
+    { TM__ISA_AVX512, " f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K " },
+    { TM__ISA_NEON, " f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K " },
+};
+
+static const unsigned fallback_of[TM__N_ISAS] = {
+#define FALLBACK(id, name, fallback) [TM__ISA_##id] = TM__ISA_##fallback,
+    TM__ISA_LIST(FALLBACK)
+#undef FALLBACK
+};
+
+static bool has_own_kernel(unsigned isa, tm_type type)
+{
+    if (isa == TM__ISA_SCALAR)
+        return true;
+    char key[32];
+    snprintf(key, sizeof key, " %s ", tm_type_name(type));
+    for (size_t i = 0; i < sizeof own_kernels / sizeof own_kernels[0]; i++)
+        if (own_kernels[i].isa == isa && strstr(own_kernels[i].types, key))
+            return true;
+    return false;
+}
+
+/* Per path built here and per decodable type: the kernel the path runs is its own when the list
+ * above says so, and otherwise the one its fallback chain reaches first (avx512 -> avx2 ->
+ * scalar), never scalar when a better fallback has one. Pure table lookups: checked whether or
+ * not this CPU can run the path. */
+Test(dequant_table, each_path_runs_its_own_kernel_or_the_nearest_fallback)
+{
+    unsigned checked = 0;
+    for (unsigned isa = 0; isa < TM__N_ISAS; isa++) {
+        unsigned from;
+        if (!tm__kernel_for(isa, TM_TYPE_F32, &from))
+            continue; /* not built for this architecture */
+        for (unsigned t = 0; t < MAX_TYPE_ID; t++) {
+            const tm_type type = (tm_type)t;
+            if (!known_id(t) || !tm_type_can_dequant(type))
+                continue;
+            unsigned want = isa;
+            while (!has_own_kernel(want, type))
+                want = fallback_of[want];
+            cr_assert(tm__kernel_for(isa, type, &from), "%s has no kernel on path %u",
+                      tm_type_name(type), isa);
+            cr_assert_eq(from, want, "%s on path %u runs path %u's kernel, want path %u's",
+                         tm_type_name(type), isa, from, want);
+            checked++;
+        }
+    }
+    cr_assert_gt(checked, 20u);
+}
+
+/* Merging the tables of a path must not hide a kernel: no two tables of one path fill the same
+ * slot, and every table belongs to a path the library knows. */
+Test(dequant_table, tables_of_a_path_do_not_overlap)
+{
+    static const tm__kernels *const tables[] = {
+#define TABLE_REF(table) &table,
+        TM__KERNEL_TABLES(TABLE_REF)
+#undef TABLE_REF
+    };
+    static const char *const names[] = {
+#define NAME(id, name, fallback) name,
+        TM__ISA_LIST(NAME)
+#undef NAME
+    };
+    const size_t n = sizeof tables / sizeof tables[0];
+    for (size_t a = 0; a < n; a++) {
+        bool known = false;
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            known = known || strcmp(tables[a]->name, names[k]) == 0;
+        cr_assert(known, "a kernel table names path %s, which is not in TM__ISA_LIST",
+                  tables[a]->name);
+        for (size_t b = a + 1; b < n; b++)
+            for (unsigned s = 0; strcmp(tables[a]->name, tables[b]->name) == 0 && s < TM__SLOTS; s++)
+                cr_assert(!tables[a]->fn[s] || !tables[b]->fn[s],
+                          "two %s tables both have a kernel for slot %u", tables[a]->name, s);
+    }
+}
+
+/* The slot counts follow the type lists: the largest ggml id has a slot and the first
+ * safetensors id comes after them. */
+Test(dequant_table, slots_cover_every_type)
+{
+    cr_assert_eq(TM__GGML_SLOTS, TM_TYPE_Q2_0 + 1);
+    cr_assert_eq(TM__ST_SLOTS, TM_TYPE_U64 - TM_TYPE_U8 + 1);
+    cr_assert_eq(tm__type_slot(TM_TYPE_U8), TM__GGML_SLOTS);
+    cr_assert_eq(tm__type_slot((tm_type)(TM_TYPE_U64 + 1)), -1);
+    cr_assert_eq(tm__type_slot((tm_type)TM__GGML_SLOTS), -1);
 }

@@ -61,6 +61,24 @@ static void one_tensor_tail(tb *b)
 
 /* ---- the head ---- */
 
+/* A flag bit the library does not know is refused before anything is read, by both openers,
+ * naming the bits; the known bits alone still open the file. */
+Test(gguf, unknown_open_flags_refused)
+{
+    tm_file *f = NULL;
+    tm_error err;
+    static const uint8_t empty_gguf[24] = { 'G', 'G', 'U', 'F', 3 };
+    cr_assert_eq(tm_open_buffer(empty_gguf, sizeof empty_gguf, 1u << 7, &f, &err), TM_INVALID_ARG);
+    cr_assert_null(f);
+    cr_assert(strstr(err.message, "tm_open_buffer") && strstr(err.message, "0x80"), "%s",
+              err.message);
+    cr_assert_eq(tm_open("/dev/null", TM_OPEN_NO_MMAP | 1u << 31, &f, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "tm_open: unknown flag bits 0x80000000"), "%s", err.message);
+    cr_assert_eq(tm_open_buffer(empty_gguf, sizeof empty_gguf, TM_OPEN_NO_MMAP, &f, &err), TM_OK,
+                 "%s", err.message);
+    tm_close(f);
+}
+
 Test(gguf, bad_magic_names_both)
 {
     tb b = {0};

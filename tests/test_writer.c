@@ -682,3 +682,30 @@ Test(writer, a_failed_finish_leaves_no_file_and_frees_the_writer)
     cr_assert_eq(access("/nonexistent-dir/x.gguf", F_OK), -1);
     /* (the writer was freed: the sanitizers' leak check would see it otherwise) */
 }
+
+/* Keys and names in the writer's messages are quoted and escaped as the readers quote them:
+ * an edit or merge copies keys from untrusted files, and these messages reach a terminal. */
+Test(writer, messages_quote_keys_and_names_escaped)
+{
+    static const char key[] = "k\x1b]0;title\x07\xc2\x9b";
+    tm_writer *w = new_writer();
+    tm_error err = {0};
+    const uint8_t two = 2;
+    const uint64_t ne[1] = {32};
+    const char *msgs[3];
+    char saved[3][TM_ERROR_MESSAGE_MAX];
+    cr_assert_eq(tm_writer_kv_scalar(w, key, TM_V_BOOL, &two, &err), TM_BAD_VALUE);
+    msgs[0] = strcpy(saved[0], err.message);
+    cr_assert_eq(tm_writer_kv_str(w, key, NULL, 1, &err), TM_INVALID_ARG);
+    msgs[1] = strcpy(saved[1], err.message);
+    cr_assert_eq(tm_writer_tensor_at(w, key, TM_TYPE_F32, 1, ne, 16, NULL, &err), TM_LAYOUT);
+    msgs[2] = strcpy(saved[2], err.message);
+    for (int i = 0; i < 3; i++) {
+        for (const char *p = msgs[i]; *p; p++)
+            cr_expect((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f,
+                      "message %d holds raw byte 0x%02x", i, (unsigned char)*p);
+        cr_expect(strstr(msgs[i], "'k\\x1b]0;title\\x07\\xc2\\x9b'"), "message %d: %s", i,
+                  msgs[i]);
+    }
+    tm_writer_free(w);
+}

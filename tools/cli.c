@@ -7,14 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void escape(FILE *out, const char *text, uint64_t n, bool quoting);
+
+/* The message is escaped as a whole: a path, a name or a library message quoting a file's
+ * bytes cannot reach the terminal raw, whoever built it. */
 void cli_errorf(const char *fmt, ...)
 {
+    char msg[8192];
     va_list ap;
     va_start(ap, fmt);
-    fputs("tensormap: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fputs("tensormap: ", stderr);
+    escape(stderr, msg, n < 0 ? 0 : (size_t)n < sizeof msg ? (uint64_t)n : sizeof msg - 1, false);
+    fputc('\n', stderr);
 }
 
 void cli_report(const char *context, const tm_error *err)
@@ -112,32 +118,65 @@ void cli_scalar_text(const tm_value *v, char *buf, size_t size)
     }
 }
 
-void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes)
+/* Characters a terminal acts on although they print nothing: C1 controls (U+009B alone is a
+ * CSI on many terminals) and the invisible direction marks and overrides that can make a name
+ * read as another (U+061C, U+200E/F, U+2028..U+202E, U+2066..U+2069). */
+static bool acts_on_terminal(uint32_t cp)
 {
-    const uint64_t n = s.len < max_bytes ? s.len : max_bytes;
-    /* A sequence cut by max_bytes counts as invalid and is escaped, so exactly n bytes of the
-     * string are shown and "and N more bytes" stays true. */
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f ||
+           (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* The code point of a well-formed sequence of seq bytes. */
+static uint32_t code_point(const unsigned char *p, uint64_t seq)
+{
+    static const unsigned char lead_bits[5] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+    uint32_t cp = p[0] & lead_bits[seq];
+    for (uint64_t k = 1; k < seq; k++)
+        cp = cp << 6 | (p[k] & 0x3fu);
+    return cp;
+}
+
+/* The one escaping helper: every string that came from a file reaches the terminal through
+ * here (cli_print_str, cli_name, and every message through cli_errorf). Control bytes, DEL,
+ * invalid UTF-8 become \xHH; C1 controls and bidirectional controls \uHHHH. quoting also
+ * escapes backslash and double quote, so that the escaped text reads back unambiguously;
+ * messages keep them, and keep newlines and tabs. */
+static void escape(FILE *out, const char *text, uint64_t n, bool quoting)
+{
+    const unsigned char *p = (const unsigned char *)text;
     for (uint64_t i = 0; i < n;) {
-        const unsigned char c = (unsigned char)s.ptr[i];
-        const uint64_t seq = utf8_seq(s.ptr + i, n - i);
-        if (c == '\\' || c == '"') {
+        const unsigned char c = p[i];
+        const uint64_t seq = utf8_seq(text + i, n - i);
+        if (quoting && (c == '\\' || c == '"')) {
             fputc('\\', out);
             fputc(c, out);
-        } else if (c == '\n') {
-            fputs("\\n", out);
-        } else if (c == '\t') {
-            fputs("\\t", out);
-        } else if (c == '\r') {
+        } else if (c == '\n' || c == '\t') {
+            fputs(quoting ? (c == '\n' ? "\\n" : "\\t") : (c == '\n' ? "\n" : "\t"), out);
+        } else if (c == '\r' && quoting) {
             fputs("\\r", out);
         } else if (c < 0x20 || c == 0x7f || seq == 0) {
             fprintf(out, "\\x%02x", c);
+        } else if (acts_on_terminal(code_point(p + i, seq))) {
+            fprintf(out, "\\u%04x", (unsigned)code_point(p + i, seq));
+            i += seq;
+            continue;
         } else {
-            fwrite(s.ptr + i, 1, (size_t)seq, out);
+            fwrite(text + i, 1, (size_t)seq, out);
             i += seq;
             continue;
         }
         i++;
     }
+}
+
+void cli_print_text(FILE *out, const char *text) { escape(out, text, strlen(text), false); }
+
+void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes)
+{
+    /* A sequence cut by max_bytes counts as invalid and is escaped, so exactly n bytes of the
+     * string are shown and "and N more bytes" stays true. */
+    escape(out, s.ptr, s.len < max_bytes ? s.len : max_bytes, true);
 }
 
 int cli_simple_args(int argc, char **argv, const cli_command *cmd, const cli_flag *flags,

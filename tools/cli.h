@@ -44,8 +44,12 @@ void cli_report(const char *context, const tm_error *err);
 /* Print "tensormap: message" to stderr. */
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Print a tm_str safely: control bytes, backslash, quote and invalid UTF-8 escaped. */
+/* Print a tm_str safely: control bytes, DEL, C1 and bidirectional controls, backslash, quote
+ * and invalid UTF-8 escaped (one helper, in cli.c, for every string from a file). */
 void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes);
+/* Print a message or a path (which may quote a file's bytes: a library message, a shard name
+ * from an index) with the same escapes, but backslash, quote, newline and tab kept. */
+void cli_print_text(FILE *out, const char *text);
 /* A number or bool value in words: integers exactly, floats in the fewest digits that read back
  * as the same f32 or f64. Strings and arrays give "". */
 void cli_scalar_text(const tm_value *v, char *buf, size_t size);

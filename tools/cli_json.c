@@ -212,6 +212,27 @@ json_t *cli_json_kv_value(const tm_kv *kv)
     return a;
 }
 
+/* A string (or any leaf) as JSON, ASCII only and DEL escaped too: a control character inside
+ * a string from the file would otherwise reach the terminal raw (JSON allows C1, bidi controls
+ * and DEL unescaped); parsers read \uXXXX back as the same string. jansson leaves DEL raw; it
+ * can only occur inside a string. */
+static int put_json(const char *buf, size_t size, void *out)
+{
+    for (const char *del; size && (del = memchr(buf, 0x7f, size)) != NULL;) {
+        size_t n = (size_t)(del - buf);
+        if (fwrite(buf, 1, n, out) != n || fputs("\\u007f", out) == EOF)
+            return -1;
+        buf += n + 1;
+        size -= n + 1;
+    }
+    return fwrite(buf, 1, size, out) == size ? 0 : -1;
+}
+
+static int dump_leaf(const json_t *j, FILE *out)
+{
+    return json_dump_callback(j, put_json, out, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) != 0;
+}
+
 json_t *cli_json_kv(const tm_kv *kv, bool values)
 {
     json_t *o = json_object();
@@ -292,7 +313,7 @@ static int emit(FILE *out, const json_t *j, int depth)
                 v = json_object_iter_value(it);
                 it = json_object_iter_next((json_t *)(uintptr_t)j, it);
                 json_t *k = json_string(key);
-                rc |= !k || json_dumpf(k, out, JSON_ENCODE_ANY) != 0;
+                rc |= !k || dump_leaf(k, out);
                 json_decref(k);
                 fputs(": ", out);
             } else {
@@ -309,7 +330,7 @@ static int emit(FILE *out, const json_t *j, int depth)
         /* keep it a real for readers that tell 1 from 1.0 */
         return fprintf(out, "%s%s", text, strpbrk(text, ".e") ? "" : ".0") < 0;
     }
-    return json_dumpf(j, out, JSON_ENCODE_ANY) != 0;
+    return dump_leaf(j, out);
 }
 
 int cli_json_emit(json_t *root)

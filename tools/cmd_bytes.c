@@ -203,9 +203,11 @@ static int run(int argc, char **argv)
         return CLI_FAIL;
     const tm_layout *l = tm_shard_layout(f, 0);
     out o = {tm_file_bytes(f), l->file_size, json ? json_array() : NULL};
-    if (!json && tm_file_layout(f)->n_shards > 1)
-        printf("%s: the first of %" PRIu32 " shards, %s\n", arg, tm_file_layout(f)->n_shards,
-               tm_shard_path(f, 0));
+    if (!json && tm_file_layout(f)->n_shards > 1) {
+        printf("%s: the first of %" PRIu32 " shards, ", arg, tm_file_layout(f)->n_shards);
+        cli_print_text(stdout, tm_shard_path(f, 0));
+        putchar('\n');
+    }
     if (!json)
         printf("%s: the header as bytes, with a name against every field\n\n%10s  %-*s  %s\n", arg,
                "offset", HEX_SHOWN * 3 + 3, "bytes", "field");

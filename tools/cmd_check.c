@@ -328,7 +328,9 @@ static int run(int argc, char **argv)
                                     "status", tm_status_name(err.code)));
             return CLI_FAIL;
         }
-        printf("%s: NOT consistent: the library refuses it: %s\n", arg, err.message);
+        printf("%s: NOT consistent: the library refuses it: ", arg);
+        cli_print_text(stdout, err.message);
+        putchar('\n');
         return CLI_FAIL;
     }
     account a = {0};

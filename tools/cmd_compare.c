@@ -66,8 +66,10 @@ typedef struct stats {
     char why[TM_ERROR_MESSAGE_MAX + 64];
 } stats;
 
-/* One value; at is its position, kept when it is the first to differ. */
-static void tally(stats *s, float ref, float other, double tol, uint64_t at)
+/* One value; at is its position, kept when it is the first to differ. Values arrive as long
+ * double, which holds every float, double, int64 and uint64 exactly, so equality here is
+ * equality of the values the files hold. */
+static void tally(stats *s, long double ref, long double other, double tol, uint64_t at)
 {
     s->n++;
     if (isnan(ref) || isnan(other)) {
@@ -81,14 +83,14 @@ static void tally(stats *s, float ref, float other, double tol, uint64_t at)
     }
     if (ref == other)
         return;
-    double d = fabs((double)ref - (double)other);
+    double d = (double)fabsl(ref - other);
     s->not_equal++;
     if (!(d <= tol) && !s->differing++)
         s->first = at;
     if (d > s->max_abs)
         s->max_abs = d;
-    if (ref != 0 && d / fabs((double)ref) > s->max_rel)
-        s->max_rel = d / fabs((double)ref);
+    if (ref != 0 && d / (double)fabsl(ref) > s->max_rel)
+        s->max_rel = d / (double)fabsl(ref);
     s->sum_sq += d * d;
 }
 
@@ -103,6 +105,15 @@ static void tally_chunk(stats *s, const float *ref, const float *other, uint64_t
         return;
     }
     s->n += len;
+}
+
+/* The same for values wider than float32 (compare_wide): every value goes through tally,
+ * since two long doubles equal as values may differ in their unused bytes. */
+static void tally_wide(stats *s, const long double *ref, const long double *other, uint64_t len,
+                       uint64_t base, double tol)
+{
+    for (uint64_t k = 0; k < len; k++)
+        tally(s, ref[k], other[k], tol, base + k);
 }
 
 static uint64_t gcd(uint64_t x, uint64_t y)
@@ -120,7 +131,7 @@ static const char *type_str(tm_type t) { return tm_type_name(t) ? tm_type_name(t
 
 /* Types whose values float32 cannot all hold (f64; 32- and 64-bit integers) would hide a
  * difference in the low bits after decoding: between two tensors of such a type, bytes are
- * compared instead. */
+ * compared instead; against another type, values are compared exactly (compare_wide). */
 static bool wider_than_f32(tm_type t)
 {
     return t == TM_TYPE_F64 || t == TM_TYPE_I32 || t == TM_TYPE_I64 || t == TM_TYPE_U32 ||
@@ -175,23 +186,57 @@ static bool ref_range(const tm_tensor *a, float *buf, uint64_t step, stats *s)
 /* Decode buffers, reused from pair to pair: A's values, B's, and the permuted side's values
  * put back in source order. */
 typedef struct bufs {
-    float *a, *b, *p;
-    size_t cap;
+    void *a, *b, *p;
+    size_t cap; /* bytes */
 } bufs;
 
-static bool bufs_reserve(bufs *bf, uint64_t n)
+/* n values of elem_size bytes in each buffer. */
+static bool bufs_reserve(bufs *bf, uint64_t n, size_t elem_size)
 {
-    if (n <= bf->cap)
+    if (n > SIZE_MAX / elem_size)
+        return false;
+    if (n * elem_size <= bf->cap)
         return true;
-    float **all[3] = {&bf->a, &bf->b, &bf->p};
+    void **all[3] = {&bf->a, &bf->b, &bf->p};
     for (int i = 0; i < 3; i++) {
-        float *grown = realloc(*all[i], (size_t)n * sizeof(float));
+        void *grown = realloc(*all[i], (size_t)n * elem_size);
         if (!grown)
             return false;
         *all[i] = grown;
     }
-    bf->cap = (size_t)n;
+    bf->cap = (size_t)n * elem_size;
     return true;
+}
+
+/* Elements [e0, e0 + len) of t, each exactly, as long double: a type float32 cannot hold is
+ * read from its bytes (little-endian, as both formats store it), any other decoded to float
+ * (exact for those) and widened. */
+static bool wide_values(const tm_tensor *t, uint64_t e0, uint64_t len, long double *out,
+                        float *scratch, tm_error *err)
+{
+    const uint8_t *p = (const uint8_t *)t->data + e0 * tm_type_block_bytes(t->type);
+    switch (t->type) {
+#define READ_AS(TYPE, CTYPE)                                                                     \
+    case TYPE:                                                                                   \
+        for (uint64_t k = 0; k < len; k++) {                                                     \
+            CTYPE v;                                                                             \
+            memcpy(&v, p + k * sizeof v, sizeof v);                                              \
+            out[k] = (long double)v;                                                             \
+        }                                                                                        \
+        return true;
+        READ_AS(TM_TYPE_F64, double)
+        READ_AS(TM_TYPE_I32, int32_t)
+        READ_AS(TM_TYPE_I64, int64_t)
+        READ_AS(TM_TYPE_U32, uint32_t)
+        READ_AS(TM_TYPE_U64, uint64_t)
+#undef READ_AS
+    default:
+        if (tm_dequant_elements(t, e0, len, scratch, err) != TM_OK)
+            return false;
+        for (uint64_t k = 0; k < len; k++)
+            out[k] = scratch[k];
+        return true;
+    }
 }
 
 static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
@@ -233,32 +278,40 @@ static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
     } else {
         step = CHUNK_FLOATS / lcm * lcm;
     }
-    if (!bufs_reserve(bf, step)) {
-        snprintf(s->why, sizeof s->why, "out of memory for %" PRIu64 " floats", step);
+    /* One side of a type float32 cannot hold (I64 against F32, F64 against F32): compared in
+     * long double, so that 16777217 against 16777216.0f, or 1e300 against inf, differs. */
+    const bool wide = wider_than_f32(a->type) || wider_than_f32(b->type);
+    const size_t es = wide ? sizeof(long double) : sizeof(float);
+    if (!bufs_reserve(bf, step, es)) {
+        snprintf(s->why, sizeof s->why, "out of memory for %" PRIu64 " values", step);
         return ST_ERROR;
     }
-    float *va = bf->a, *vb = bf->b;
     for (uint64_t e0 = 0; e0 < n; e0 += step) {
         uint64_t len = n - e0 < step ? n - e0 : step;
+        void *va = bf->a, *vb = bf->b;
         tm_error err = {0};
-        const tm_tensor *bad = tm_dequant_elements(a, e0, len, va, &err) != TM_OK ? a
-                             : tm_dequant_elements(b, e0, len, vb, &err) != TM_OK ? b : NULL;
-        if (bad) {
+        bool ok = wide ? wide_values(a, e0, len, va, bf->p, &err) &&
+                             wide_values(b, e0, len, vb, bf->p, &err)
+                       : tm_dequant_elements(a, e0, len, va, &err) == TM_OK &&
+                             tm_dequant_elements(b, e0, len, vb, &err) == TM_OK;
+        if (!ok) {
             snprintf(s->why, sizeof s->why, "decoding failed: %s", err.message);
             return ST_ERROR;
         }
         if (p->n_head) { /* the source's units in the converted order, then compare as is */
-            const float *src = p->gguf_is_a ? vb : va;
+            const uint8_t *src = p->gguf_is_a ? vb : va;
             for (uint64_t g = 0; g < len / unit; g++)
-                memcpy(bf->p + g * unit, src + cli_permuted_source_unit(g, hd) * unit, (size_t)unit * sizeof(float));
+                memcpy((uint8_t *)bf->p + g * unit * es,
+                       src + cli_permuted_source_unit(g, hd) * unit * es, (size_t)unit * es);
             if (p->gguf_is_a)
                 vb = bf->p;
             else
                 va = bf->p;
         }
-        tally_chunk(s, va, vb, len, e0, tol);
-        va = bf->a;
-        vb = bf->b;
+        if (wide)
+            tally_wide(s, va, vb, len, e0, tol);
+        else
+            tally_chunk(s, va, vb, len, e0, tol);
     }
     if (s->max_abs > 0 && !ref_range(a, bf->a, step, s))
         return ST_ERROR;
@@ -374,8 +427,10 @@ static void print_pair(const pair *p, enum status st, const stats *s)
     }
     printf("  [%s / %s, %s%s%s]", type_str(p->a->type), type_str(p->b->type), shape,
            p->n_head ? ", rows un-permuted" : "", p->note ? ", tied embedding" : "");
-    if (st == ST_SHAPE || st == ST_ERROR)
-        printf(": %s", s->why);
+    if (st == ST_SHAPE || st == ST_ERROR) {
+        fputs(": ", stdout);
+        cli_print_text(stdout, s->why); /* a library message */
+    }
     else if (st != ST_EXACT && s->as_bytes)
         printf(": %" PRIu64 " of %" PRIu64 " %s differ (compared as bytes)", s->not_equal, s->n,
                tm_type_block_elems(p->a->type) > 1 ? "blocks" : "values");

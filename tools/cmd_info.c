@@ -245,8 +245,10 @@ static void print_safetensors(const tm_file *f, const tm_layout *l, const number
                "data bytes", "file bytes", "path");
         for (uint32_t i = 0; i < l->n_shards; i++) {
             const tm_layout *s = tm_shard_layout(f, i);
-            printf("  %-5" PRIu32 " %14" PRIu64 " %8" PRIu64 " %14" PRIu64 " %14" PRIu64 "  %s\n", i,
-                   s->kv_end - 8, s->n_tensors, s->data_size, s->file_size, tm_shard_path(f, i));
+            printf("  %-5" PRIu32 " %14" PRIu64 " %8" PRIu64 " %14" PRIu64 " %14" PRIu64 "  ", i,
+                   s->kv_end - 8, s->n_tensors, s->data_size, s->file_size);
+            cli_print_text(stdout, tm_shard_path(f, i)); /* named by the index: from a file */
+            putchar('\n');
         }
         return;
     }

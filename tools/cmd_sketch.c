@@ -154,13 +154,16 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
                l->version, "tensors", l->n_tensors, "metadata entries", l->n_kv);
         printf("  %-24s %" PRIu32 ", %s\n", "alignment", l->alignment,
                l->alignment_declared ? "read out of the metadata" : "the format's default");
-        printf("  %-24s %.*s, %" PRIu64 " block, %" PRIu64 " tokens named\n", "architecture",
-               (int)arch.len, arch.ptr, blocks, toks ? toks->count : 0);
+        printf("  %-24s ", "architecture");
+        cli_print_str(stdout, arch, 200); /* read back from the file, as any file's */
+        printf(", %" PRIu64 " block, %" PRIu64 " tokens named\n", blocks, toks ? toks->count : 0);
         printf("  %-24s %" PRIu64 "\n  %-24s %" PRIu64 "\n  %-24s %" PRIu64 "\n",
                "last info record ends at", l->infos_end, "padding", l->padding,
                "tensor data starts at", l->data_start);
-        printf("  %.*s: %" PRIu64 " weights, %" PRIu64 " bytes, at offset %" PRIu64 "\n",
-               (int)t->name.len, t->name.ptr, t->n_elements, t->n_bytes, t->offset);
+        fputs("  ", stdout);
+        cli_print_str(stdout, t->name, 200);
+        printf(": %" PRIu64 " weights, %" PRIu64 " bytes, at offset %" PRIu64 "\n",
+               t->n_elements, t->n_bytes, t->offset);
         printf("  %" PRIu64 " + %" PRIu64 " + %" PRIu64 " = %" PRIu64 ", and the file is %" PRIu64
                "\n\n",
                l->infos_end, l->padding, t->n_bytes, l->infos_end + l->padding + t->n_bytes,

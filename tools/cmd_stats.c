@@ -136,7 +136,8 @@ static void print_one_line(const tm_tensor *t, const summary *s, const tm_error 
     char name[256];
     printf("%-*s %-8s ", wname, cli_name(t->name, 200, name, sizeof name), tn ? tn : "unknown");
     if (!ok) {
-        printf("%s\n", err->message);
+        cli_print_text(stdout, err->message);
+        putchar('\n');
         return;
     }
     char hist[BINS * 4 + 1];
@@ -163,7 +164,9 @@ static void print_block(const tm_file *f, const tm_tensor *t, const summary *s, 
     char name[256];
     printf("%s (%s, %s)\n", cli_name(t->name, 200, name, sizeof name), tn ? tn : "unknown", shape);
     if (!ok) {
-        printf("  %s\n\n", err->message);
+        fputs("  ", stdout);
+        cli_print_text(stdout, err->message);
+        fputs("\n\n", stdout);
         return;
     }
     printf("  %-24s %" PRIu64 "\n  %-24s", "values", s->count, "the first of them");

@@ -1,0 +1,319 @@
+/* bench/matvec — y = W x with tm_matvec straight from quantized blocks in DRAM, per type, path
+ * and mode, each row beside a memory read ceiling measured in the same run, right before it.
+ *
+ *   matvec [--quick] [--cpu-time] [--type NAME] [--isa NAME]
+ *
+ * - W: 4096-wide rows, at least 256 MiB of them (64 MiB with --quick), so every call streams W
+ *   from DRAM. Quantized types: the golden corpus' TYPE.rows.weight bytes (rows of realistic
+ *   weights quantized by ggml) tiled; f16/bf16: gaussian rows, each with its own scale drawn
+ *   log-uniformly from 1e-3 to 1. x: gaussian.
+ * - Ceiling: a plain read of the same bytes (eight 64-bit sums per 64-byte line), median of 5.
+ *   Ratio = W bytes/s of the product / that. Two threads: tm_matvec on 2 threads against a read
+ *   of the same bytes split over 2 threads.
+ * - Time: the median of 7 calls after 1 warm-up call, wall clock; --cpu-time times the
+ *   one-thread rows (product and ceiling alike) by the thread's CPU time instead, for a machine
+ *   shared with other jobs (two-thread rows stay on the wall clock).
+ * - Error: max |y - W x| / max |W x| over 64 rows spread over W, W x taken in double from the
+ *   decoded weights (tm_dequant_rows, bit-exact with ggml).
+ * The CPU, compiler, the library's flags and the load average are printed first. */
+#include "bench.h"
+#include "tensormap.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TM_BENCH_LIB_FLAGS
+#define TM_BENCH_LIB_FLAGS "(not given to this build)"
+#endif
+
+/* the targets: Q8 and F32 single-thread fractions of the read ceiling (0 = none) */
+static const struct {
+    tm_type type;
+    double q8, f32;
+} types[] = {
+    { TM_TYPE_Q4_K, 0.71, 0.50 }, { TM_TYPE_Q6_K, 0.77, 0.50 }, { TM_TYPE_Q8_0, 0.77, 0.75 },
+    { TM_TYPE_F16, 0.87, 0.75 },  { TM_TYPE_Q4_0, 0, 0 },       { TM_TYPE_BF16, 0, 0 },
+    { TM_TYPE_Q5_K, 0, 0 },
+};
+#define N_TYPES (sizeof types / sizeof types[0])
+static const char *const isas[] = { "scalar", "avx2", "avx512", "neon" };
+
+enum { COLS = 4096, CALLS = 7, CEILING_CALLS = 5, ERROR_ROWS = 64 };
+static size_t w_bytes_min = (size_t)256 << 20;
+
+static clockid_t one_thread_clock = CLOCK_MONOTONIC;
+
+static double now_on(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "matvec bench: %s\n", what);
+    exit(1);
+}
+
+/* ---- inputs -------------------------------------------------------------------------------- */
+
+static uint64_t rng = 0x243f6a8885a308d3u;
+static uint64_t next_u64(void)
+{
+    uint64_t z = (rng += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static double uniform(void) { return ((double)(next_u64() >> 11) + 0.5) * 0x1p-53; }
+static double gaussian(void) { return sqrt(-2.0 * log(uniform())) * cos(6.283185307179586 * uniform()); }
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* float -> half, round to nearest even (|f| < 65504; subnormals included) */
+static uint16_t half_of(float f)
+{
+    const uint32_t sign = f32_bits(f) >> 16 & 0x8000u;
+    const float a = fabsf(f);
+    if (a < 0x1p-14f)
+        return (uint16_t)(sign | (uint32_t)lrintf(a * 0x1p24f));
+    const uint32_t e = (f32_bits(a) >> 23) - 112, m = f32_bits(a) & 0x7fffffu, rest = m & 0x1fffu;
+    uint32_t h = e << 10 | m >> 13;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
+        h++;
+    return (uint16_t)(sign | h);
+}
+
+static uint16_t bf16_of(float f)
+{
+    const uint32_t u = f32_bits(f);
+    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1)) >> 16);
+}
+
+static tm_file *corpus;
+
+static void fill_w(tm_type t, uint8_t *w, size_t n_bytes)
+{
+    if (t == TM_TYPE_F16 || t == TM_TYPE_BF16) {
+        float scale = 1.0f;
+        for (size_t i = 0; i < n_bytes / 2; i++) {
+            if (i % COLS == 0)
+                scale = (float)pow(10.0, -3.0 * uniform());
+            const float v = (float)gaussian() * scale;
+            const uint16_t h = t == TM_TYPE_F16 ? half_of(v) : bf16_of(v);
+            memcpy(w + 2 * i, &h, 2);
+        }
+        return;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s.rows.weight", tm_type_name(t));
+    const tm_tensor *src = tm_tensor_find(corpus, name);
+    if (!src || src->type != t)
+        die("the corpus has no rows of this type");
+    for (size_t off = 0; off < n_bytes; off += src->n_bytes)
+        memcpy(w + off, src->data, n_bytes - off < src->n_bytes ? n_bytes - off : src->n_bytes);
+}
+
+/* ---- the read ceiling ---------------------------------------------------------------------- */
+
+typedef struct read_part {
+    const uint8_t *p;
+    size_t n;
+    uint64_t sum;
+} read_part;
+
+static void *read_bytes(void *arg)
+{
+    read_part *r = arg;
+    uint64_t s[8] = { 0 };
+    for (size_t i = 0; i + 64 <= r->n; i += 64)
+        for (int k = 0; k < 8; k++) {
+            uint64_t v;
+            memcpy(&v, r->p + i + 8 * k, 8);
+            s[k] += v;
+        }
+    r->sum = s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
+    return NULL;
+}
+
+/* bytes/s of a plain read of n bytes at p on n_threads (1 or 2) threads, median of calls */
+static double read_ceiling(const uint8_t *p, size_t n, unsigned n_threads)
+{
+    double t[CEILING_CALLS + 1];
+    volatile uint64_t sink = 0;
+    for (int c = 0; c <= CEILING_CALLS; c++) {
+        read_part parts[2] = { { p, n / n_threads, 0 }, { p + n / 2, n - n / 2, 0 } };
+        pthread_t tid;
+        const clockid_t clock = n_threads == 1 ? one_thread_clock : CLOCK_MONOTONIC;
+        const double t0 = now_on(clock);
+        if (n_threads == 2 && pthread_create(&tid, NULL, read_bytes, &parts[1]) != 0)
+            die("cannot start a thread");
+        read_bytes(&parts[0]);
+        if (n_threads == 2)
+            pthread_join(tid, NULL);
+        t[c] = now_on(clock) - t0;
+        sink += parts[0].sum ^ parts[1].sum;
+    }
+    (void)sink;
+    return (double)n / bench_median(t + 1, CEILING_CALLS, NULL); /* call 0 was the warm-up */
+}
+
+/* ---- one row of the table ------------------------------------------------------------------ */
+
+/* max |y - W x| / max |W x| over ERROR_ROWS rows spread over W */
+static double measured_error(const tm_tensor *w, const float *x, const float *y)
+{
+    const uint64_t rows = tm_tensor_rows(w);
+    static float row[COLS];
+    double max_err = 0, max_ref = 0;
+    tm_error err;
+    for (int k = 0; k < ERROR_ROWS; k++) {
+        const uint64_t r = (uint64_t)k * (rows - 1) / (ERROR_ROWS - 1);
+        if (tm_dequant_rows(w, r, r + 1, row, &err) != TM_OK)
+            die(err.message);
+        double ref = 0;
+        for (int c = 0; c < COLS; c++)
+            ref += (double)row[c] * (double)x[c];
+        max_err = fmax(max_err, fabs((double)y[r] - ref));
+        max_ref = fmax(max_ref, fabs(ref));
+    }
+    return max_err / max_ref;
+}
+
+static void bench_row(const tm_tensor *w, const float *x, float *y, const char *isa,
+                      unsigned mode, unsigned n_threads, double target)
+{
+    const double ceiling = read_ceiling(w->data, w->n_bytes, n_threads);
+    double t[CALLS + 1];
+    tm_error err;
+    const clockid_t clock = n_threads == 1 ? one_thread_clock : CLOCK_MONOTONIC;
+    for (int c = 0; c <= CALLS; c++) {
+        const double t0 = now_on(clock);
+        if (tm_matvec(w, x, y, mode, n_threads, &err) != TM_OK)
+            die(err.message);
+        t[c] = now_on(clock) - t0;
+    }
+    const double gbs = (double)w->n_bytes / bench_median(t + 1, CALLS, NULL);
+    const double ratio = gbs / ceiling;
+    char verdict[48] = "";
+    if (target > 0)
+        snprintf(verdict, sizeof verdict, "%.2f %s", target, ratio >= target ? "met" : "MISSED");
+    printf("%-6s %-7s %-4s %u  %7.2f  %7.2f  %5.2f  %-10s %9.2e\n", tm_type_name(w->type), isa,
+           mode == TM_MATVEC_Q8 ? "q8" : "f32", n_threads, gbs * 1e-9, ceiling * 1e-9, ratio,
+           verdict, measured_error(w, x, y));
+    fflush(stdout);
+}
+
+static void header(void)
+{
+    double load[3] = { -1, -1, -1 };
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+            load[0] = -1;
+        fclose(f);
+    }
+    char date[32];
+    const time_t t = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    printf("tensormap matvec bench, %s\n", date);
+    bench_print_cpu();
+    printf("flags     %s\n"
+           "load      %.2f %.2f %.2f at start, %ld online CPUs\n"
+           "W: rows of %d, >= %zu MiB (streamed from DRAM); GB = 10^9 bytes of W; median of %d "
+           "calls after 1 warm-up; one-thread rows timed by %s\n"
+           "ceiling: plain read of the same bytes on the same number of threads, measured just "
+           "before the row (median of %d)\n"
+           "error: max|y - Wx| / max|Wx| over %d rows, Wx in double from the decoded W\n\n"
+           "type   path    mode thr   GB/s  ceiling  ratio  target        error\n",
+           TM_BENCH_LIB_FLAGS, load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN), COLS,
+           w_bytes_min >> 20, CALLS,
+           one_thread_clock == CLOCK_MONOTONIC ? "the wall clock" : "the thread's CPU time",
+           CEILING_CALLS, ERROR_ROWS);
+}
+
+int main(int argc, char **argv)
+{
+    const char *only_type = NULL, *only_isa = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            w_bytes_min = (size_t)64 << 20;
+        else if (strcmp(argv[i], "--cpu-time") == 0)
+            one_thread_clock = CLOCK_THREAD_CPUTIME_ID;
+        else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc)
+            only_type = argv[++i];
+        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc)
+            only_isa = argv[++i];
+        else {
+            fprintf(stderr, "usage: matvec [--quick] [--cpu-time] [--type NAME] [--isa NAME]\n");
+            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+        }
+    }
+    const char *dir = getenv("TM_CORPUS");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/golden/golden-a.gguf", dir ? dir : "../shared/corpus");
+    tm_error err;
+    if (tm_open(path, 0, &corpus, &err) != TM_OK) {
+        fprintf(stderr, "matvec bench: %s: %s (set TM_CORPUS to the corpus directory)\n", path,
+                err.message);
+        return 1;
+    }
+    header();
+    float *x = malloc(COLS * sizeof *x);
+    if (!x)
+        die("out of memory");
+    for (int c = 0; c < COLS; c++)
+        x[c] = (float)gaussian();
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
+        const tm_type type = types[ti].type;
+        if (only_type && strcmp(only_type, tm_type_name(type)) != 0)
+            continue;
+        const size_t row_bytes = COLS / tm_type_block_elems(type) * tm_type_block_bytes(type);
+        const size_t rows = (w_bytes_min + row_bytes - 1) / row_bytes;
+        uint8_t *wb = aligned_alloc(64, rows * row_bytes);
+        float *y = malloc(rows * sizeof *y);
+        if (!wb || !y)
+            die("out of memory");
+        fill_w(type, wb, rows * row_bytes);
+        tm_tensor w;
+        memset(&w, 0, sizeof w);
+        w.name.ptr = "W";
+        w.name.len = 1;
+        w.type = type;
+        w.n_dims = 2;
+        w.ne[0] = COLS;
+        w.ne[1] = rows;
+        w.ne[2] = w.ne[3] = 1;
+        w.n_elements = (uint64_t)COLS * rows;
+        w.n_bytes = rows * row_bytes;
+        w.data = wb;
+        for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+            if ((only_isa && strcmp(only_isa, isas[k]) != 0) || !tm_isa_available(isas[k]))
+                continue;
+            if (tm_set_isa(isas[k], &err) != TM_OK)
+                die(err.message);
+            for (unsigned mode = 0; mode < 2; mode++)
+                for (unsigned thr = 1; thr <= 2; thr++)
+                    bench_row(&w, x, y, isas[k], mode, thr,
+                              thr == 2 ? (mode == TM_MATVEC_Q8 ? 0.9 : 0)
+                                       : (mode == TM_MATVEC_Q8 ? types[ti].q8 : types[ti].f32));
+        }
+        free(wb);
+        free(y);
+    }
+    free(x);
+    tm_close(corpus);
+    return 0;
+}

@@ -1,0 +1,97 @@
+/* tm_matvec's NEON path under qemu-aarch64 (make check-arm), a plain program over the public API
+ * (Criterion has no aarch64 build here). For every golden rows tensor the library decodes, on the
+ * NEON and the scalar path: TM_MATVEC_F32 within 1e-6 of max|y| of the double product of ggml's
+ * decoded values; TM_MATVEC_Q8 within 1e-5 of max|y| of the scalar path's TM_MATVEC_Q8 (which the
+ * x86 suite holds to the 8-bit bound). Exit 1 on any failure. */
+#include "tensormap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+static void check(const tm_tensor *t, const char *name, const float *want)
+{
+    const size_t rows = (size_t)tm_tensor_rows(t), cols = (size_t)t->ne[0];
+    float *x = malloc(cols * 4), *y = malloc(rows * 4), *ys = malloc(rows * 4);
+    double *ref = malloc(rows * sizeof *ref), max = 0;
+    for (size_t c = 0; c < cols; c++)
+        x[c] = (float)sin((double)c * 0.37) * (c % 13 == 0 ? 8.0f : 1.0f);
+    for (size_t r = 0; r < rows; r++) {
+        ref[r] = 0;
+        for (size_t c = 0; c < cols; c++)
+            ref[r] += (double)want[r * cols + c] * (double)x[c];
+        max = fmax(max, fabs(ref[r]));
+    }
+    tm_error err;
+    for (unsigned mode = 0; mode < 2; mode++) {
+        if (tm_set_isa("scalar", &err) != TM_OK || tm_matvec(t, x, ys, mode, 1, &err) != TM_OK ||
+            tm_set_isa("neon", &err) != TM_OK || tm_matvec(t, x, y, mode, 2, &err) != TM_OK) {
+            printf("FAIL %s mode %u: %s\n", name, mode, err.message);
+            failures++;
+            continue;
+        }
+        for (size_t r = 0; r < rows; r++) {
+            const double e = mode == TM_MATVEC_F32 ? fabs((double)y[r] - ref[r]) / max
+                                                   : fabs((double)y[r] - (double)ys[r]) / max;
+            if (!(e <= (mode == TM_MATVEC_F32 ? 1e-6 : 1e-5))) {
+                printf("FAIL %s mode %u row %zu: neon %.9g, scalar %.9g, double %.9g\n", name,
+                       mode, r, (double)y[r], (double)ys[r], ref[r]);
+                failures++;
+                break;
+            }
+        }
+    }
+    free(x);
+    free(y);
+    free(ys);
+    free(ref);
+}
+
+int main(void)
+{
+    const char *corpus = getenv("TM_CORPUS") ? getenv("TM_CORPUS") : "../shared/corpus";
+    char path[512], line[512], name[256];
+    snprintf(path, sizeof path, "%s/golden/golden-a.gguf", corpus);
+    tm_file *tf = NULL;
+    tm_error err;
+    if (tm_open(path, 0, &tf, &err) != TM_OK) {
+        printf("FAIL %s: %s\n", path, err.message);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/golden/golden-a.tsv", corpus);
+    FILE *tsv = fopen(path, "r");
+    snprintf(path, sizeof path, "%s/golden/golden-a.f32", corpus);
+    FILE *f32 = fopen(path, "rb");
+    if (!tsv || !f32) {
+        printf("FAIL: cannot open the golden tsv/f32\n");
+        return 1;
+    }
+    int checked = 0;
+    while (fgets(line, sizeof line, tsv)) {
+        long off;
+        size_t n;
+        if (sscanf(line, "%255s %*s %*s %*s %*s %*s %*s %ld %zu", name, &off, &n) != 3 ||
+            !strstr(name, ".rows.weight"))
+            continue;
+        const tm_tensor *t = tm_tensor_find(tf, name);
+        if (!t || !tm_type_can_dequant(t->type))
+            continue;
+        float *want = malloc(n * 4);
+        if (fseek(f32, off, SEEK_SET) != 0 || fread(want, 4, n, f32) != n) {
+            printf("FAIL: short golden-a.f32\n");
+            return 1;
+        }
+        check(t, name, want);
+        checked++;
+        free(want);
+    }
+    printf("matvec on neon and scalar: %d golden tensors checked, %d failures\n", checked,
+           failures);
+    fclose(tsv);
+    fclose(f32);
+    tm_close(tf);
+    return failures || checked < 7;
+}

@@ -1,0 +1,552 @@
+/* tm_matvec_rows / tm_matvec against double-precision products computed here from ggml's own
+ * decoded values (the golden corpus' .f32), never from this library's decoder: every type the
+ * library decodes, both modes, every instruction-set path this CPU has (a path it lacks is a
+ * visible skip). Then threads, row ranges, special x, random blocks, and the refusals.
+ *
+ * The bounds (derived in docs/matvec.md):
+ *   TM_MATVEC_F32  |y - W x| <= 1e-6 max|W x| over the tensor's rows.
+ *   TM_MATVEC_Q8   y is W xq to float32 rounding, where xq is x rounded as ggml does (per block
+ *                  of 32 or 256: d = max|x| / 127, code = round(x / d)):
+ *                  |y - W xq| <= 1e-4 max|W xq| (float32 sums over blocks, as ggml's); and so
+ *                  |y - W x| <= sum_j |w_j| d_j / 2 + that. */
+#include "matvec.h"
+#include "tensormap.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const isas[] = { "scalar", "avx2", "avx512", "neon" };
+
+/* The types with an 8-bit kernel; every other decodable type computes TM_MATVEC_Q8 in float32
+ * (docs/matvec.md). */
+static bool has_q8_kernel(tm_type t)
+{
+    return t == TM_TYPE_Q8_0 || t == TM_TYPE_Q4_0 || t == TM_TYPE_Q4_K || t == TM_TYPE_Q6_K;
+}
+
+static void use_isa(const char *isa)
+{
+    if (!tm_isa_available(isa))
+        cr_skip_test("instruction set %s: this CPU (or this build's architecture) lacks it", isa);
+    tm_error err = {0};
+    cr_assert_eq(tm_set_isa(isa, &err), TM_OK, "tm_set_isa(%s): %s", isa, err.message);
+}
+
+static uint64_t splitmix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15u;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* x in (-1, 1), with a few exact zeros */
+static float *make_x(size_t n, uint64_t seed)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    cr_assert(x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = i % 97 == 5 ? 0.0f : (float)((double)(splitmix64(seed + i) >> 40) * 0x1p-23 - 1.0);
+    return x;
+}
+
+/* ---- the golden corpus --------------------------------------------------------------------- */
+
+typedef struct golden {
+    tm_file *f;
+    char *tsv;          /* golden-a.tsv, whole */
+    float *values;      /* golden-a.f32, whole */
+    size_t n_values;
+} golden;
+
+static char *slurp(const char *name, size_t *len)
+{
+    const char *dir = getenv("TM_CORPUS");
+    cr_assert(dir, "TM_CORPUS is not set (run through make test)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/golden/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    const long n = ftell(f);
+    cr_assert(n >= 0);
+    rewind(f);
+    char *p = malloc((size_t)n + 1);
+    cr_assert(p);
+    cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
+    p[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+static void golden_open(golden *g)
+{
+    size_t len;
+    g->tsv = slurp("golden-a.tsv", &len);
+    g->values = (float *)(void *)slurp("golden-a.f32", &len);
+    g->n_values = len / sizeof(float);
+    const char *dir = getenv("TM_CORPUS");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/golden/golden-a.gguf", dir);
+    tm_error err = {0};
+    cr_assert_eq(tm_open(path, 0, &g->f, &err), TM_OK, "%s", err.message);
+}
+
+static void golden_close(golden *g)
+{
+    tm_close(g->f);
+    free(g->tsv);
+    free(g->values);
+}
+
+/* ggml's decoded floats of tensor name (count of them), from the .tsv line. */
+static const float *golden_floats(const golden *g, const char *name, size_t count)
+{
+    const size_t nl = strlen(name);
+    for (const char *line = g->tsv; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, name, nl) != 0 || line[nl] != '\t')
+            continue;
+        long off;
+        size_t n;
+        cr_assert_eq(sscanf(line + nl, "%*s %*s %*s %*s %*s %*s %ld %zu", &off, &n), 2);
+        cr_assert_eq(n, count, "%s: the tsv has %zu values, the tensor %zu", name, n, count);
+        cr_assert((size_t)off / 4 + n <= g->n_values);
+        return g->values + off / 4;
+    }
+    cr_assert_fail("golden-a.tsv has no line for %s", name);
+    return NULL;
+}
+
+/* ---- references ---------------------------------------------------------------------------- */
+
+/* x as TM_MATVEC_Q8 sees it, rounded as ggml's quantize_row_q8_0/q8_K do (blocks of n). */
+static float *x_rounded(const float *x, size_t len, size_t n, double *half_step)
+{
+    float *q = malloc(len * sizeof *q);
+    cr_assert(q);
+    for (size_t b = 0; b < len; b += n) {
+        float amax = 0;
+        for (size_t j = b; j < b + n; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.0f;
+        for (size_t j = b; j < b + n; j++) {
+            q[j] = amax > 0 ? (float)(round((double)x[j] * 127.0 / (double)amax) * (double)d) : 0.0f;
+            half_step[j] = (double)d / 2;
+        }
+    }
+    return q;
+}
+
+/* ref[r] = sum_c w[r][c] x[c] in double; *max = max_r |ref[r]|. */
+static double *product(const float *w, const float *x, size_t rows, size_t cols, double *max)
+{
+    double *ref = malloc(rows * sizeof *ref);
+    cr_assert(ref);
+    *max = 0;
+    for (size_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (size_t c = 0; c < cols; c++)
+            s += (double)w[r * cols + c] * (double)x[c];
+        ref[r] = s;
+        *max = fmax(*max, fabs(s));
+    }
+    return ref;
+}
+
+/* Check y against the mode's bound for weights wf (rows x cols, decoded by ggml) and x. */
+static void check_y(const char *what, tm_type type, unsigned mode, const float *wf,
+                    const float *x, const float *y, size_t rows, size_t cols)
+{
+    double max;
+    double *ref = product(wf, x, rows, cols, &max);
+    if (mode == TM_MATVEC_F32 || !has_q8_kernel(type)) {
+        for (size_t r = 0; r < rows; r++)
+            cr_assert(fabs((double)y[r] - ref[r]) <= 1e-6 * max,
+                      "%s row %zu: y = %.9g, W x = %.9g (error %.3g of max|y| %.6g, bound 1e-6)",
+                      what, r, (double)y[r], ref[r], fabs((double)y[r] - ref[r]) / max, max);
+    } else {
+        const size_t n = tm_type_block_elems(type);
+        double *half_step = malloc(cols * sizeof *half_step);
+        cr_assert(half_step);
+        float *xq = x_rounded(x, cols, n, half_step);
+        double maxq;
+        double *refq = product(wf, xq, rows, cols, &maxq);
+        for (size_t r = 0; r < rows; r++) {
+            cr_assert(fabs((double)y[r] - refq[r]) <= 1e-4 * maxq,
+                      "%s row %zu: y = %.9g, W xq = %.9g (error %.3g of max, bound 1e-4)", what,
+                      r, (double)y[r], refq[r], fabs((double)y[r] - refq[r]) / maxq);
+            double bound = 1e-4 * maxq;
+            for (size_t c = 0; c < cols; c++)
+                bound += fabs((double)wf[r * cols + c]) * half_step[c];
+            cr_assert(fabs((double)y[r] - ref[r]) <= bound,
+                      "%s row %zu: y = %.9g, W x = %.9g: error beyond the 8-bit bound %.3g", what,
+                      r, (double)y[r], ref[r], bound);
+        }
+        free(refq);
+        free(xq);
+        free(half_step);
+    }
+    free(ref);
+}
+
+/* Every golden rows tensor the library decodes, on one path and mode. */
+static void golden_all(const char *isa, unsigned mode)
+{
+    use_isa(isa);
+    golden g;
+    golden_open(&g);
+    unsigned tested = 0;
+    for (uint64_t i = 0; i < tm_n_tensors(g.f); i++) {
+        const tm_tensor *t = tm_tensor_at(g.f, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        const size_t nl = strlen(name);
+        if (nl < 12 || strcmp(name + nl - 12, ".rows.weight") != 0)
+            continue;
+        tm_error err = {0};
+        const size_t rows = (size_t)tm_tensor_rows(t), cols = (size_t)t->ne[0];
+        float *x = make_x(cols, 11 + i), *y = malloc(rows * sizeof *y);
+        cr_assert(y);
+        if (!tm_type_can_dequant(t->type)) {
+            cr_assert_eq(tm_matvec(t, x, y, mode, 1, &err), TM_UNSUPPORTED, "%s", name);
+            cr_assert(strstr(err.message, "no decoder"), "%s: %s", name, err.message);
+        } else {
+            cr_assert_eq(tm_matvec(t, x, y, mode, 1, &err), TM_OK, "%s: %s", name, err.message);
+            char what[192];
+            snprintf(what, sizeof what, "%s on %s, mode %u", name, isa, mode);
+            check_y(what, t->type, mode, golden_floats(&g, name, rows * cols), x, y, rows, cols);
+            tested++;
+        }
+        free(x);
+        free(y);
+    }
+    /* q4_0, q4_K, q6_K, q8_0, f16, bf16, f32 at least; more as decoders land */
+    cr_assert_geq(tested, 7, "only %u golden types decoded", tested);
+    golden_close(&g);
+}
+
+#define GOLDEN_TEST(isa)                                                                     \
+    Test(matvec_api, golden_##isa##_f32) { golden_all(#isa, TM_MATVEC_F32); }              \
+    Test(matvec_api, golden_##isa##_q8) { golden_all(#isa, TM_MATVEC_Q8); }
+GOLDEN_TEST(scalar)
+GOLDEN_TEST(avx2)
+GOLDEN_TEST(avx512)
+GOLDEN_TEST(neon)
+#undef GOLDEN_TEST
+
+/* Types without an 8-bit kernel give TM_MATVEC_F32's result in TM_MATVEC_Q8, bit for bit. */
+Test(matvec_api, q8_mode_without_a_kernel_is_the_f32_result)
+{
+    golden g;
+    golden_open(&g);
+    for (uint64_t i = 0; i < tm_n_tensors(g.f); i++) {
+        const tm_tensor *t = tm_tensor_at(g.f, i);
+        if (!tm_type_can_dequant(t->type) || has_q8_kernel(t->type) || t->n_dims != 2)
+            continue;
+        const size_t rows = (size_t)tm_tensor_rows(t);
+        float *x = make_x((size_t)t->ne[0], 5), *a = malloc(rows * 4), *b = malloc(rows * 4);
+        cr_assert(a && b);
+        tm_error err = {0};
+        cr_assert_eq(tm_matvec(t, x, a, TM_MATVEC_F32, 1, &err), TM_OK, "%s", err.message);
+        cr_assert_eq(tm_matvec(t, x, b, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
+        cr_assert(memcmp(a, b, rows * 4) == 0, "%.*s: Q8 differs from F32", (int)t->name.len,
+                  t->name.ptr);
+        free(x);
+        free(a);
+        free(b);
+    }
+    golden_close(&g);
+}
+
+/* The tables hold the SIMD kernels the docs promise: a kernel dropped from a table would pass
+ * every accuracy test silently on the next path down. */
+Test(matvec_api, tables_hold_the_promised_kernels)
+{
+    const tm_type f32_kernels[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q8_0,
+                                    TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K };
+    /* 8-bit kernels: every path but AVX-512 has q4_0's (AVX-512 runs AVX2's) */
+    const tm_type q8_kernels[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K, TM_TYPE_Q4_0 };
+    for (size_t i = 0; i < sizeof q8_kernels / sizeof q8_kernels[0]; i++)
+        cr_assert(tm__matvec_scalar.q8[q8_kernels[i]], "scalar q8 %s", tm_type_name(q8_kernels[i]));
+#if defined(__x86_64__)
+    const tm__matvec_kernels *simd[] = { &tm__matvec_avx2, &tm__matvec_avx512 };
+#else
+    cr_skip_test("the x86 tables only: NEON's are checked by tests/arm/matvec_check.c");
+    const tm__matvec_kernels *simd[] = { &tm__matvec_scalar };
+#endif
+    for (size_t k = 0; k < sizeof simd / sizeof simd[0]; k++) {
+        for (size_t i = 0; i < sizeof f32_kernels / sizeof f32_kernels[0]; i++)
+            cr_assert(simd[k]->f32[f32_kernels[i]], "%s has no F32 kernel for %s", simd[k]->name,
+                      tm_type_name(f32_kernels[i]));
+        const size_t n_q8 = strcmp(simd[k]->name, "avx512") == 0 ? 3 : 4;
+        for (size_t i = 0; i < n_q8; i++)
+            cr_assert(simd[k]->q8[q8_kernels[i]], "%s has no Q8 kernel for %s", simd[k]->name,
+                      tm_type_name(q8_kernels[i]));
+    }
+}
+
+/* ---- random blocks, fresh every run: every path against a product of ggml-free decoding --- */
+
+/* A random block image with a sane half scale (about 0.01) in each scale field. */
+static void random_blocks(tm_type type, uint8_t *p, size_t n_blocks, uint64_t seed)
+{
+    const size_t bb = tm_type_block_bytes(type);
+    for (size_t i = 0; i < n_blocks * bb; i++)
+        p[i] = (uint8_t)splitmix64(seed + i);
+    const uint8_t d[2] = { 0x1f, 0x21 };
+    for (size_t b = 0; b < n_blocks; b++) {
+        uint8_t *blk = p + b * bb;
+        switch (type) {
+        case TM_TYPE_Q8_0: case TM_TYPE_Q4_0: memcpy(blk, d, 2); break;
+        case TM_TYPE_Q4_K: memcpy(blk, d, 2); memcpy(blk + 2, d, 2); break;
+        case TM_TYPE_Q6_K: memcpy(blk + 208, d, 2); break;
+        case TM_TYPE_F16: for (size_t k = 1; k < bb; k += 2) blk[k] &= 0xb7; break;
+        case TM_TYPE_BF16: for (size_t k = 1; k < bb; k += 2) blk[k] &= 0xbf; break;
+        case TM_TYPE_F32: blk[3] &= 0xbf; break;
+        default: break;
+        }
+    }
+}
+
+/* The weights as floats: decoded by the scalar path, which the dequant tests hold to ggml. */
+static float *decoded(tm_type type, const uint8_t *p, size_t n)
+{
+    float *w = malloc(n * sizeof *w);
+    cr_assert(w);
+    tm_error err = {0};
+    cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
+    cr_assert_eq(tm_dequant_raw(type, p, n, w, &err), TM_OK, "%s", err.message);
+    return w;
+}
+
+/* A tm_tensor over caller bytes: what a file's index would hold. */
+static tm_tensor tensor_over(const char *name, tm_type type, const void *data, uint64_t cols,
+                             uint64_t rows)
+{
+    tm_tensor t;
+    memset(&t, 0, sizeof t);
+    t.name.ptr = name;
+    t.name.len = strlen(name);
+    t.type = type;
+    t.n_dims = 2;
+    t.ne[0] = cols;
+    t.ne[1] = rows;
+    t.ne[2] = t.ne[3] = 1;
+    t.n_elements = cols * rows;
+    t.n_bytes = t.n_elements / tm_type_block_elems(type) * tm_type_block_bytes(type);
+    t.data = data;
+    return t;
+}
+
+static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q8_0,
+                                        TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K };
+
+Test(matvec_api, random_blocks_every_path_both_modes)
+{
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matvec random blocks: seed %llu", (unsigned long long)seed);
+    for (size_t ti = 0; ti < sizeof random_types / sizeof random_types[0]; ti++) {
+        const tm_type type = random_types[ti];
+        const size_t be = tm_type_block_elems(type), cols = be == 1 ? 777 : 3 * 256;
+        const size_t rows = 5, nb = rows * cols / be;
+        uint8_t *p = malloc(nb * tm_type_block_bytes(type));
+        cr_assert(p);
+        random_blocks(type, p, nb, seed * 31 + ti);
+        float *wf = decoded(type, p, rows * cols), *x = make_x(cols, seed + ti);
+        float y[5];
+        tm_tensor t = tensor_over("random", type, p, cols, rows);
+        for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+            if (!tm_isa_available(isas[k]))
+                continue; /* each path's own golden tests skip visibly */
+            cr_assert_eq(tm_set_isa(isas[k], NULL), TM_OK);
+            for (unsigned mode = 0; mode < 2; mode++) {
+                tm_error err = {0};
+                cr_assert_eq(tm_matvec(&t, x, y, mode, 1, &err), TM_OK, "%s", err.message);
+                char what[128];
+                snprintf(what, sizeof what, "random %s on %s, mode %u (seed %llu)",
+                         tm_type_name(type), isas[k], mode, (unsigned long long)seed);
+                check_y(what, type, mode, wf, x, y, rows, cols);
+            }
+        }
+        free(p);
+        free(wf);
+        free(x);
+    }
+}
+
+/* ---- threads and ranges: the same bits ----------------------------------------------------- */
+
+Test(matvec_api, threads_and_row_ranges_are_bit_identical)
+{
+    /* 2,001 rows of q4_K (and of q8_0): several 256 KiB chunks, an odd count */
+    const tm_type types[] = { TM_TYPE_Q4_K, TM_TYPE_Q8_0, TM_TYPE_F16 };
+    for (size_t ti = 0; ti < 3; ti++) {
+        const tm_type type = types[ti];
+        const size_t cols = 1024, rows = 2001, nb = rows * cols / tm_type_block_elems(type);
+        uint8_t *p = malloc(nb * tm_type_block_bytes(type));
+        cr_assert(p);
+        random_blocks(type, p, nb, 99 + ti);
+        tm_tensor t = tensor_over("big", type, p, cols, rows);
+        float *x = make_x(cols, 3), *one = malloc(rows * 4), *many = malloc(rows * 4);
+        cr_assert(one && many);
+        for (unsigned mode = 0; mode < 2; mode++) {
+            tm_error err = {0};
+            cr_assert_eq(tm_matvec(&t, x, one, mode, 1, &err), TM_OK, "%s", err.message);
+            const unsigned threads[] = { 2, 3, 7, 0 };
+            for (size_t k = 0; k < 4; k++) {
+                memset(many, 0xff, rows * 4);
+                cr_assert_eq(tm_matvec(&t, x, many, mode, threads[k], &err), TM_OK);
+                cr_assert(memcmp(one, many, rows * 4) == 0, "%s mode %u: %u threads differ",
+                          tm_type_name(type), mode, threads[k]);
+            }
+            /* odd ranges, pieced together */
+            memset(many, 0xff, rows * 4);
+            const uint64_t cuts[] = { 0, 1, 2, 5, 18, 641, 1999, 2001 };
+            for (size_t k = 0; k + 1 < 8; k++)
+                cr_assert_eq(tm_matvec_rows(&t, cuts[k], cuts[k + 1], x, many + cuts[k], mode,
+                                            &err), TM_OK, "%s", err.message);
+            cr_assert(memcmp(one, many, rows * 4) == 0, "%s mode %u: ranges differ",
+                      tm_type_name(type), mode);
+            /* an empty range writes nothing */
+            cr_assert_eq(tm_matvec_rows(&t, 7, 7, x, many, mode, &err), TM_OK);
+        }
+        free(p);
+        free(x);
+        free(one);
+        free(many);
+    }
+}
+
+/* ---- x with zeros, negative zeros, huge and tiny values ------------------------------------ */
+
+Test(matvec_api, special_x)
+{
+    golden g;
+    golden_open(&g);
+    const char *names[] = { "q4_K.rows.weight", "q6_K.rows.weight", "q8_0.rows.weight",
+                            "q4_0.rows.weight", "f16.rows.weight", "bf16.rows.weight" };
+    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+        if (!tm_isa_available(isas[k]))
+            continue; /* each path's own golden tests skip visibly */
+        cr_assert_eq(tm_set_isa(isas[k], NULL), TM_OK);
+        for (size_t ni = 0; ni < sizeof names / sizeof names[0]; ni++) {
+            const tm_tensor *t = tm_tensor_find(g.f, names[ni]);
+            cr_assert(t);
+            const size_t rows = (size_t)tm_tensor_rows(t), cols = (size_t)t->ne[0];
+            const float *wf = golden_floats(&g, names[ni], rows * cols);
+            float *x = make_x(cols, 8), *y = malloc(rows * 4);
+            cr_assert(y);
+            for (unsigned mode = 0; mode < 2; mode++) {
+                tm_error err = {0};
+                char what[160];
+                /* all zeros, then all negative zeros: y is zero */
+                for (int neg = 0; neg < 2; neg++) {
+                    for (size_t c = 0; c < cols; c++)
+                        x[c] = neg ? -0.0f : 0.0f;
+                    cr_assert_eq(tm_matvec(t, x, y, mode, 1, &err), TM_OK, "%s", err.message);
+                    for (size_t r = 0; r < rows; r++)
+                        cr_assert(y[r] == 0.0f, "%s on %s mode %u: x = %s0 gives y[%zu] = %g",
+                                  names[ni], isas[k], mode, neg ? "-" : "+", r, (double)y[r]);
+                }
+                /* huge, tiny, and a mix with signed zeros */
+                const float scales[] = { 1e30f, 1e-30f, 1.0f };
+                for (size_t s = 0; s < 3; s++) {
+                    float *xs = make_x(cols, 8 + s);
+                    for (size_t c = 0; c < cols; c++) {
+                        xs[c] *= scales[s];
+                        if (s == 2 && c % 3 == 0)
+                            xs[c] = c % 2 ? -0.0f : 0.0f;
+                        if (s == 2 && c % 7 == 1)
+                            xs[c] *= 1e6f;
+                    }
+                    cr_assert_eq(tm_matvec(t, xs, y, mode, 1, &err), TM_OK, "%s", err.message);
+                    snprintf(what, sizeof what, "%s on %s, mode %u, x scaled by %g", names[ni],
+                             isas[k], mode, (double)scales[s]);
+                    check_y(what, t->type, mode, wf, xs, y, rows, cols);
+                    free(xs);
+                }
+            }
+            free(x);
+            free(y);
+        }
+    }
+    golden_close(&g);
+}
+
+/* ---- refusals ------------------------------------------------------------------------------ */
+
+Test(matvec_api, refusals_name_the_tensor_and_the_problem)
+{
+    golden g;
+    golden_open(&g);
+    const tm_tensor *t = tm_tensor_find(g.f, "q4_K.rows.weight");
+    cr_assert(t);
+    float x[1024] = { 0 }, y[8];
+    tm_error err = {0};
+    cr_assert_eq(tm_matvec_rows(t, 0, 1, NULL, y, TM_MATVEC_F32, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "'q4_K.rows.weight'") && strstr(err.message, "x is NULL"),
+              "%s", err.message);
+    cr_assert_eq(err.offset, t->info_offset);
+    cr_assert_eq(tm_matvec(t, x, NULL, TM_MATVEC_Q8, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "y is NULL"), "%s", err.message);
+    cr_assert_eq(tm_matvec(NULL, x, y, TM_MATVEC_Q8, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "tensor is NULL"), "%s", err.message);
+    cr_assert_eq(tm_matvec_rows(t, 2, 7, x, y, TM_MATVEC_F32, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "rows [2, 7) are not a range inside its 6 rows"), "%s",
+              err.message);
+    cr_assert_eq(tm_matvec_rows(t, 3, 2, x, y, TM_MATVEC_Q8, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "rows [3, 2)"), "%s", err.message);
+    cr_assert_eq(tm_matvec_rows(t, 0, 1, x, y, 2, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "mode 2"), "%s", err.message);
+
+    /* a row that is not a whole number of blocks, and a type with no decoder */
+    tm_tensor bad = *t;
+    bad.ne[0] = 1000;
+    bad.ne[1] = 1;
+    bad.n_elements = 1000;
+    cr_assert_eq(tm_matvec(&bad, x, y, TM_MATVEC_F32, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "a row of 1000 elements is not a whole number of 256-element"),
+              "%s", err.message);
+    bad = *t;
+    bad.type = TM_TYPE_Q8_K; /* ggml's activation type: no decoder */
+    cr_assert_eq(tm_matvec(&bad, x, y, TM_MATVEC_F32, 1, &err), TM_UNSUPPORTED);
+    cr_assert(strstr(err.message, "type q8_K has no decoder"), "%s", err.message);
+    bad.type = (tm_type)777;
+    cr_assert_eq(tm_matvec(&bad, x, y, TM_MATVEC_Q8, 1, &err), TM_UNSUPPORTED);
+    cr_assert(strstr(err.message, "type id 777"), "%s", err.message);
+    /* y untouched by a refusal */
+    y[0] = 42.0f;
+    cr_assert_eq(tm_matvec_rows(t, 0, 9, x, y, TM_MATVEC_F32, &err), TM_INVALID_ARG);
+    cr_assert_eq(y[0], 42.0f);
+    golden_close(&g);
+}
+
+/* Decision: a 1-D tensor is one row (as tm_tensor_rows and tm_dequant_rows see it): y has one
+ * value, the dot of the whole vector with x; a second row is past the end. */
+Test(matvec_api, one_dimensional_tensor_is_one_row)
+{
+    float v[64], x[64], y[2] = { 0, 42.0f };
+    double want = 0;
+    for (int i = 0; i < 64; i++) {
+        v[i] = (float)(i - 20) * 0.25f;
+        x[i] = (float)(i % 5) - 2.0f;
+        want += (double)v[i] * (double)x[i];
+    }
+    tm_tensor t = tensor_over("vec", TM_TYPE_F32, v, 64, 1);
+    t.n_dims = 1;
+    t.ne[1] = 1;
+    tm_error err = {0};
+    for (unsigned mode = 0; mode < 2; mode++) {
+        cr_assert_eq(tm_matvec(&t, x, y, mode, 0, &err), TM_OK, "%s", err.message);
+        cr_assert_eq((double)y[0], want, "1-D dot: %g, want %g", (double)y[0], want);
+        cr_assert_eq(y[1], 42.0f, "wrote past the one row");
+        cr_assert_eq(tm_matvec_rows(&t, 0, 2, x, y, mode, &err), TM_INVALID_ARG);
+        cr_assert(strstr(err.message, "rows [0, 2) are not a range inside its 1 rows"), "%s",
+                  err.message);
+    }
+}
