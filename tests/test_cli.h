@@ -20,6 +20,8 @@ tool_result tool_run(const char *arg, ...) __attribute__((sentinel));
 /* The same with a NULL-terminated array of arguments, run in the directory cwd (when not
  * NULL): a command that writes where it stands writes there. */
 tool_result tool_run_in(const char *cwd, const char *const *args);
+/* The standard output of `sh -c cmd` (malloc'ed); *status its exit status, -1 on a signal. */
+char *shell_output(const char *cmd, int *status);
 void tool_result_free(tool_result *r);
 /* Run with the arguments, expect exit status `status`, and parse stdout as JSON. */
 json_t *tool_json(int status, const char *arg, ...) __attribute__((sentinel));

@@ -374,19 +374,7 @@ static char *run_piped(const char *path, const char *args, int *status)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "cat '%s' | '%s' %s - 2>&1", path, getenv("TM_TOOL"), args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap + 1);
-    for (size_t got; (got = fread(out + n, 1, cap - n, p)) > 0;) {
-        n += got;
-        if (n == cap)
-            out = realloc(out, (cap *= 2) + 1);
-    }
-    out[n] = '\0';
-    int st = pclose(p);
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return out;
+    return shell_output(cmd, status);
 }
 
 Test(cli_core, standard_input_works)

@@ -104,7 +104,8 @@ Test(cli_model, a_qwen2_7b_layout_has_its_parameters_and_kv_cache)
     tool_result r = tool_run("info", f, "--context", "32768", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "7,615,616,512 (7.62 B)"), "%s", r.out);
-    cr_assert(strstr(r.out, "1,879,048,192 bytes (1.75 GiB), K and V in f16"), "%s", r.out);
+    cr_assert(strstr(r.out, "1,879,048,192 bytes (1.75 GiB) at 32,768 tokens, K and V in f16"),
+              "%s", r.out);
     cr_assert(strstr(r.out, "    q4_K                    4.5 bits, 7.62 B weights in 198 tensors\n"),
               "%s", r.out);
     tool_result_free(&r);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 TestSuite(cli_options, .fini = test_cleanup);
 
@@ -119,4 +120,71 @@ Test(cli_options, help_lists_every_global_option_and_the_man_page_too)
     cr_assert_eq(v.status, 0);
     cr_assert(strncmp(v.out, "tensormap ", 10) == 0, "%s", v.out);
     tool_result_free(&v);
+}
+
+/* bytes on a damaged file: every field before the refused one, laid end to end from byte 0 (no
+ * gap, no overlap: each starts where the one before ended), then the refused field at the offset
+ * the refusal names, and exit 1. */
+Test(cli_options, bytes_on_a_damaged_file_shows_every_field_up_to_the_refused_one)
+{
+    static const char *const files[] = {"vocab-bert-bge", "vocab-llama-spm", "vocab-phi-3"};
+    const char *corpus = getenv("TM_CORPUS");
+    cr_assert_not_null(corpus);
+    for (size_t i = 0; i < 3; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/damaged/%s.gguf", corpus, files[i]);
+        tool_result r = tool_run("bytes", "--json", path, NULL);
+        cr_assert_eq(r.status, 1, "%s: exit %d", files[i], r.status);
+        const char *at = strstr(r.err, " at byte ");
+        cr_assert_not_null(at, "%s", r.err);
+        unsigned long long refused = strtoull(at + 9, NULL, 10);
+        json_t *a = json_loadb(r.out, r.out_len, 0, NULL);
+        cr_assert(json_is_array(a), "%s: %s", files[i], r.out);
+        size_t n = json_array_size(a);
+        cr_assert_gt(n, 8, "%s: only %zu fields", files[i], n);
+        uint64_t next = 0;
+        for (size_t k = 0; k + 1 < n; k++) {
+            const json_t *f = json_array_get(a, k);
+            cr_assert_eq(json_u64(f, "offset"), next, "%s: field %zu starts at %llu, not %llu",
+                         files[i], k, (unsigned long long)json_u64(f, "offset"),
+                         (unsigned long long)next);
+            next += json_u64(f, "size");
+        }
+        const json_t *last = json_array_get(a, n - 1);
+        cr_assert_eq(next, refused, "%s: the fields end at %llu, the refusal is at %llu", files[i],
+                     (unsigned long long)next, refused);
+        cr_assert_eq(json_u64(last, "offset"), refused);
+        cr_assert(strstr(json_string_value(json_object_get(last, "field")), "refused here: "));
+        cr_assert_str_eq(json_string_value(json_object_get(json_array_get(a, 0), "field")),
+                         "magic");
+        json_decref(a);
+        tool_result_free(&r);
+    }
+}
+
+/* Every command, as --help lists it, refuses an unknown option the same way (exit 2, the option
+ * named, the reason said) and says no word of the documents a user has not seen. */
+Test(cli_options, every_command_refuses_an_unknown_option_alike)
+{
+    tool_result h = tool_run("--help", NULL);
+    cr_assert_eq(h.status, 0);
+    const char *p = strstr(h.out, "\ncommands:\n");
+    cr_assert_not_null(p);
+    int n = 0;
+    for (p += strlen("\ncommands:\n"); strncmp(p, "  ", 2) == 0 && p[2] != ' '; n++) {
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(p + 2, " \n"), p + 2);
+        REFUSED(2, "there is no option '--no-such-option'", name, "--no-such-option", "x");
+        tool_result c = tool_run("help", name, NULL);
+        cr_assert_eq(c.status, 0);
+        for (const char *w = c.out; *w; w++)
+            cr_assert(strncasecmp(w, "chapter", 7) && strncasecmp(w, "seed doc", 8) &&
+                          strncasecmp(w, "lesson", 6),
+                      "tensormap help %s speaks of something the user has not seen: %.60s", name,
+                      w);
+        tool_result_free(&c);
+        p = strchr(p, '\n') + 1;
+    }
+    cr_assert_gt(n, 10);
+    tool_result_free(&h);
 }

@@ -100,6 +100,26 @@ tool_result tool_run(const char *arg, ...)
     return r;
 }
 
+char *shell_output(const char *cmd, int *status)
+{
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap + 1);
+    cr_assert_not_null(out);
+    for (size_t got; (got = fread(out + n, 1, cap - n, p)) > 0;) {
+        n += got;
+        if (n == cap) {
+            out = realloc(out, (cap *= 2) + 1);
+            cr_assert_not_null(out);
+        }
+    }
+    out[n] = '\0';
+    int st = pclose(p);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return out;
+}
+
 void tool_result_free(tool_result *r)
 {
     free(r->out);

@@ -40,6 +40,15 @@ void cli_report(const char *context, const tm_error *err)
 
 tm_file *cli_open(const char *arg, unsigned extra_flags)
 {
+    tm_error err = {0};
+    tm_file *f = cli_open_err(arg, extra_flags, &err);
+    if (!f && err.code != TM_OK)
+        cli_report(arg, &err);
+    return f;
+}
+
+tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err)
+{
     unsigned flags = cli_open_flags | extra_flags;
     if (strcmp(arg, "-") == 0)
         flags |= TM_OPEN_NO_MMAP; /* a pipe cannot be mapped */
@@ -56,10 +65,8 @@ tm_file *cli_open(const char *arg, unsigned extra_flags)
         path = resolved;
     }
     tm_file *f = NULL;
-    tm_error err = {0};
     cli_sigbus_watch(arg); /* before tm_open: the header walk reads the mapping too */
-    if (tm_open(path, flags, &f, &err) != TM_OK) {
-        cli_report(arg, &err);
+    if (tm_open(path, flags, &f, err) != TM_OK) {
         f = NULL;
     } else {
         cli_sigbus_mapped(f);

@@ -39,6 +39,9 @@ extern unsigned cli_open_flags;   /* TM_OPEN_NO_MMAP with --no-mmap, TM_OPEN_ALL
 /* Open FILE as the user named it: a path, "-" for standard input, or ollama:NAME[:TAG].
  * On failure prints "tensormap: FILE: message" to stderr and returns NULL. */
 tm_file *cli_open(const char *arg, unsigned extra_flags);
+/* The same, saying nothing when the library refuses the file: *err holds why (err->code is
+ * TM_OK when the failure was already reported, an ollama: name that does not resolve). */
+tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err);
 /* Print "tensormap: CONTEXT: message (at byte N)" for a library error. */
 void cli_report(const char *context, const tm_error *err);
 /* Print "tensormap: message" to stderr. */

@@ -59,7 +59,8 @@ void cli_man(FILE *out)
     }
     fputs(".SH EXIT STATUS\n0 success; 1 a bad or inconsistent file, or a failed operation; "
           "2 bad usage.\n.SH ENVIRONMENT\n.TP\n.B OLLAMA_MODELS\nthe Ollama store for "
-          "ollama:NAME[:TAG]\n.TP\n.B TM_ISA\nforce a decoding path: scalar, avx2, avx512 or "
+          "ollama:NAME[:TAG]\n.TP\n.B TM_PROGRESS_AFTER_MS\nhow long a command runs before its "
+          "progress line appears on a terminal (default 1000)\n.TP\n.B TM_ISA\nforce a decoding path: scalar, avx2, avx512 or "
           "neon\n",
           out);
 }

@@ -143,6 +143,20 @@ bool cli_kv_cache(const tm_file *f, uint64_t context, tm_type type, cli_kv_cache
 /* "llama, mistral, ...": the architectures cli_kv_cache knows. */
 const char *cli_kv_known_archs(void);
 
+/* ---- cli_progress.c ------------------------------------------------------------------------ */
+
+/* Progress of a long command on stderr ("dump --all: 12 of 99 tensors (12%)"), drawn only when
+ * stderr is a terminal and the work has run for a second, wiped at the end. */
+typedef struct cli_progress {
+    const char *what, *unit;
+    uint64_t total, done;
+    double next; /* when to draw next (monotonic seconds) */
+    bool on, shown;
+} cli_progress;
+void cli_progress_start(cli_progress *p, const char *what, const char *unit, uint64_t total);
+void cli_progress_add(cli_progress *p, uint64_t n);
+void cli_progress_end(cli_progress *p);
+
 /* ---- cli_ollama.c -------------------------------------------------------------------------- */
 
 /* The blob path of ollama:NAME[:TAG] (spec without the "ollama:" prefix); malloc'ed. On

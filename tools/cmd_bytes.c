@@ -19,7 +19,10 @@ static const char help[] =
     "  --all     every field: each entry and tensor info taken apart (key length, key, value\n"
     "            type, value; name length, name, n_dims, ne, type, offset), and every element\n"
     "            of every array\n"
-    "  --json    a JSON array of {offset, size, hex, field}\n";
+    "  --json    a JSON array of {offset, size, hex, field}\n"
+    "\n"
+    "When the file is damaged, every field up to the one the reader refuses is shown, then\n"
+    "that field with the reason (exit status 1).\n";
 
 enum { HEX_SHOWN = 12, ELEMS_SHOWN = 3 };
 
@@ -190,6 +193,168 @@ static void safetensors_fields(out *o, const tm_file *f)
           CLI_S(l->data_size));
 }
 
+/* ---- a file the library refuses: walk what can be walked up to the refused field ---------- */
+
+typedef struct walk {
+    out *o;
+    uint64_t at, stop; /* stop: the refused field's offset (nothing from there on is trusted) */
+} walk;
+
+static bool fits(const walk *w, uint64_t n) { return w->at <= w->stop && n <= w->stop - w->at; }
+
+static uint64_t rd(const walk *w, uint64_t at, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)w->o->base[at + i] << (8 * i);
+    return v;
+}
+
+/* One field of n bytes at w->at when it lies before the stop; false (nothing printed) if not. */
+__attribute__((format(printf, 3, 4))) static bool step(walk *w, uint64_t n, const char *fmt, ...)
+{
+    if (!fits(w, n))
+        return false;
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    field(w->o, w->at, n, 0, "%s", what);
+    w->at += n;
+    return true;
+}
+
+/* A length-prefixed string as two fields; false at the stop. */
+static bool walk_string(walk *w, const char *what, uint64_t i)
+{
+    if (!fits(w, 8))
+        return false;
+    uint64_t len = rd(w, w->at, 8);
+    char text[128];
+    if (!step(w, 8, "%s %" PRIu64 ": %" PRIu64 " bytes follow", what, i, len) || !fits(w, len))
+        return false;
+    return step(w, len, "%s %" PRIu64 ": \"%s\"", what, i,
+                label((tm_str){(const char *)w->o->base + w->at, len}, text, sizeof text));
+}
+
+static bool walk_value(walk *w, uint64_t type, uint64_t i)
+{
+    if (type == TM_V_STRING)
+        return walk_string(w, "value of metadata", i);
+    if (type != TM_V_ARRAY) {
+        uint32_t size = tm_vtype_size((tm_vtype)type);
+        if (!size || !fits(w, size))
+            return false;
+        uint64_t bits = rd(w, w->at, size);
+        tm_value v = {.type = (tm_vtype)type};
+        if (type == TM_V_F32 || type == TM_V_F64) {
+            float f32;
+            uint32_t b32 = (uint32_t)bits;
+            memcpy(&f32, &b32, 4);
+            if (type == TM_V_F64)
+                memcpy(&v.as.f, &bits, 8);
+            else
+                v.as.f = f32;
+        } else if (type == TM_V_I8 || type == TM_V_I16 || type == TM_V_I32 || type == TM_V_I64) {
+            unsigned shift = 64 - 8 * size; /* sign-extend */
+            v.as.i = (int64_t)(bits << shift) >> shift;
+        } else if (type == TM_V_BOOL) {
+            v.as.b = bits != 0;
+        } else {
+            v.as.u = bits;
+        }
+        char text[64];
+        cli_scalar_text(&v, text, sizeof text);
+        return step(w, size, "metadata %" PRIu64 ": the value %s", i, text);
+    }
+    if (!fits(w, 12))
+        return false;
+    uint64_t et = rd(w, w->at, 4), count = rd(w, w->at + 4, 8);
+    if (!step(w, 4, "metadata %" PRIu64 ": element type %" PRIu64, i, et) ||
+        !step(w, 8, "metadata %" PRIu64 ": %" PRIu64 " elements", i, count))
+        return false;
+    uint32_t size = tm_vtype_size((tm_vtype)et);
+    if (et == TM_V_STRING) {
+        for (uint64_t k = 0; k < count; k++)
+            if (!fits(w, 8) || !fits(w, 8 + rd(w, w->at, 8)))
+                return false;
+            else
+                w->at += 8 + rd(w, w->at, 8); /* elements are not shown one by one here */
+        return true;
+    }
+    return size && count <= UINT64_MAX / size && fits(w, count * size) &&
+           (w->at += count * size, true);
+}
+
+static void walk_gguf(walk *w)
+{
+    if (!step(w, 4, "magic") || !fits(w, 20))
+        return;
+    uint64_t n_tensors = rd(w, 8, 8), n_kv = rd(w, 16, 8);
+    step(w, 4, "version %" PRIu64 ", a u32", rd(w, 4, 4));
+    step(w, 8, "how many tensors, a u64: %" PRIu64, n_tensors);
+    step(w, 8, "how many metadata entries, a u64: %" PRIu64, n_kv);
+    for (uint64_t i = 0; i < n_kv; i++) {
+        if (!walk_string(w, "key of metadata", i) || !fits(w, 4))
+            return;
+        uint64_t type = rd(w, w->at, 4);
+        if (!step(w, 4, "metadata %" PRIu64 ": value type %" PRIu64 " = %s", i, type,
+                  type <= TM_V_F64 ? tm_vtype_name((tm_vtype)type) : "unknown") ||
+            !walk_value(w, type, i))
+            return;
+    }
+    for (uint64_t i = 0; i < n_tensors; i++) {
+        if (!walk_string(w, "name of tensor info", i) || !fits(w, 4))
+            return;
+        uint64_t dims = rd(w, w->at, 4);
+        if (!step(w, 4, "tensor info %" PRIu64 ": %" PRIu64 " dimensions", i, dims))
+            return;
+        for (uint64_t d = 0; d < dims && d < 4; d++)
+            if (!fits(w, 8) || !step(w, 8, "tensor info %" PRIu64 ": ne[%" PRIu64 "] = %" PRIu64,
+                                     i, d, rd(w, w->at, 8)))
+                return;
+        if (dims > 4 || !fits(w, 12))
+            return;
+        uint64_t type = rd(w, w->at, 4);
+        step(w, 4, "tensor info %" PRIu64 ": type %" PRIu64, i, type);
+        step(w, 8, "tensor info %" PRIu64 ": offset %" PRIu64 " from the data start", i,
+             rd(w, w->at, 8));
+    }
+}
+
+/* The fields of a file tm_open refused, read from the file's first bytes (up to the refused
+ * field), then the refusal at its offset. */
+static int damaged(const char *arg, const tm_error *err, bool json)
+{
+    FILE *in = strcmp(arg, "-") == 0 || strncmp(arg, "ollama:", 7) == 0 ? NULL : fopen(arg, "rb");
+    uint64_t want = err->offset + 16; /* the refused field's first bytes too */
+    uint8_t *buf = in && err->offset != TM_NO_OFFSET && err->offset < ((uint64_t)1 << 30)
+                       ? malloc((size_t)want) : NULL;
+    size_t got = buf ? fread(buf, 1, (size_t)want, in) : 0;
+    if (in)
+        fclose(in);
+    if (!buf || got < 4 || memcmp(buf, "GGUF", 4) != 0) { /* nothing to walk: the error alone */
+        free(buf);
+        cli_report(arg, err);
+        return CLI_FAIL;
+    }
+    out o = {buf, got, json ? json_array() : NULL};
+    walk w = {&o, 0, err->offset < got ? err->offset : got};
+    if (!json)
+        printf("%s: the header as bytes, up to the field the reader refuses\n\n%10s  %-*s  %s\n",
+               arg, "offset", HEX_SHOWN * 3 + 3, "bytes", "field");
+    walk_gguf(&w);
+    field(&o, err->offset, got > err->offset ? got - err->offset : 0, 0, "refused here: %s",
+          err->message[0] ? err->message : tm_status_str(err->code));
+    if (json)
+        cli_json_emit(o.json);
+    free(buf);
+    cli_report(arg, err);
+    fflush(stdout);
+    return CLI_FAIL;
+}
+
 static int run(int argc, char **argv)
 {
     bool json = false, all = false;
@@ -198,9 +363,10 @@ static int run(int argc, char **argv)
     int rc = cli_simple_args(argc, argv, &cmd_bytes, flags, &arg);
     if (rc >= 0)
         return rc;
-    tm_file *f = cli_open(arg, 0);
+    tm_error err = {0};
+    tm_file *f = cli_open_err(arg, 0, &err);
     if (!f)
-        return CLI_FAIL;
+        return err.code == TM_OK ? CLI_FAIL : damaged(arg, &err, json);
     const tm_layout *l = tm_shard_layout(f, 0);
     out o = {tm_file_bytes(f), l->file_size, json ? json_array() : NULL};
     if (!json && tm_file_layout(f)->n_shards > 1) {

@@ -1,5 +1,5 @@
-/* tensormap compare: audit a conversion tensor by tensor, after decoding both sides to float32
- * (the second seed document's audit). Same format: tensors pair by name. Safetensors (Hugging
+/* tensormap compare: audit a conversion tensor by tensor, after decoding both sides to float32.
+ * Same format: tensors pair by name. Safetensors (Hugging
  * Face names) against GGUF (llama.cpp names): names are mapped for the llama and qwen2
  * families, and for llama the row permutation llama.cpp's converter applies to the query and
  * key projections is undone. Decoding goes in bounded chunks, never a whole big tensor. */
@@ -444,7 +444,8 @@ static void print_pair(const pair *p, enum status st, const stats *s)
         printf(" = B");
         print_position(p->b, s->first_b);
     }
-    if ((st == ST_EXACT || st == ST_WITHIN || st == ST_DIFFERS) && quantized(p))
+    /* an exact match has no error to measure: nothing about rmse is said */
+    if ((st == ST_WITHIN || st == ST_DIFFERS) && quantized(p))
         printf(", rmse %.6g, max error %.4g%% of range", s->n ? sqrt(s->sum_sq / (double)s->n) : 0.0,
                100 * range_share(s));
     putchar('\n');
@@ -658,9 +659,13 @@ static int run(int argc, char **argv)
     }
 
     totals t = {.n_a = na, .n_b = nb};
+    cli_progress pr;
+    cli_progress_start(&pr, "compare", "pairs", pl.n_pairs);
     for (size_t i = 0; i < pl.n_pairs; i++) {
         stats s;
         enum status st = compare_pair(&pl.pairs[i], &bf, tol, &s);
+        cli_progress_add(&pr, 1);
+        cli_progress_end(&pr); /* wiped before a line is printed; drawn again after it */
         t.count[st]++;
         t.n_permuted += pl.pairs[i].n_head != 0;
         if (json)

@@ -34,7 +34,6 @@ static const char help[] =
 typedef enum { FMT_NONE, FMT_RAW, FMT_NPY, FMT_LZ4 } format;
 
 /* Progress is shown when stderr is a terminal and the dump is at least this large. */
-#define PROGRESS_BYTES (64ull << 20)
 
 static format format_named(const char *s)
 {
@@ -61,9 +60,12 @@ typedef struct sink {
     LZ4F_cctx *lz4;
     void *lz4_buf;
     size_t lz4_cap;
-    uint64_t written, total; /* value bytes, for the progress line */
-    bool progress;
+    uint64_t total; /* value bytes, for the progress line */
+    cli_progress progress;
 } sink;
+
+/* dump --all draws one progress line over the tensors, not one per tensor */
+static bool progress_per_tensor = true;
 
 static bool put(sink *s, const void *p, size_t n)
 {
@@ -88,9 +90,8 @@ static int put_values(const float *v, size_t n, void *p)
     } else if (!put(s, v, bytes)) {
         return 1;
     }
-    s->written += bytes;
-    if (s->progress)
-        fprintf(stderr, "\r%s: %3" PRIu64 "%%", s->name, s->written * 100 / s->total);
+    if (progress_per_tensor)
+        cli_progress_add(&s->progress, bytes);
     return 0;
 }
 
@@ -129,7 +130,7 @@ static int dump_tensor(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt,
         return CLI_FAIL;
     }
     sink s = {.out = out, .name = name, .total = n * 4};
-    s.progress = s.total >= PROGRESS_BYTES && isatty(2);
+    cli_progress_start(&s.progress, name, "bytes", s.total);
     if (fmt == FMT_NPY) {
         uint64_t shape[4];
         uint32_t nd = t->n_dims;
@@ -177,8 +178,7 @@ static int dump_tensor(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt,
     }
     rc = CLI_OK;
 done:
-    if (s.progress)
-        fputc('\n', stderr);
+    cli_progress_end(&s.progress);
     LZ4F_freeCompressionContext(s.lz4);
     free(s.lz4_buf);
     free(buf);
@@ -205,8 +205,12 @@ static int dump_all(const tm_file *f, format fmt, const char *dir)
         return CLI_FAIL;
     }
     uint64_t done = 0, skipped = 0;
+    cli_progress pr;
+    cli_progress_start(&pr, "dump --all", "tensors", tm_n_tensors(f));
+    progress_per_tensor = false;
     for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
+        cli_progress_add(&pr, i > 0);
         if (!tm_type_can_dequant(t->type)) {
             const char *tn = tm_type_name(t->type);
             char nm[256];
@@ -225,10 +229,13 @@ static int dump_all(const tm_file *f, format fmt, const char *dir)
             path[strlen(dir) + 1] = '_';
         int rc = dump_to_path(t, 0, tm_tensor_rows(t), fmt, path, true);
         free(path);
-        if (rc != CLI_OK)
+        if (rc != CLI_OK) {
+            cli_progress_end(&pr);
             return rc;
+        }
         done++;
     }
+    cli_progress_end(&pr);
     /* as stats does: a type without a decoder is said, not a failure of the rest */
     fprintf(stderr, "%s: %" PRIu64 " tensor%s dumped, %" PRIu64 " skipped (no decoder)\n", dir, done,
             CLI_S(done), skipped);

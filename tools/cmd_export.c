@@ -378,7 +378,7 @@ static int run(int argc, char **argv)
     const char *pattern = NULL;
     bool skip = false;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+    for (int c; (c = cli_getopt(argc, argv, "h", opts, &cmd_export)) != -1;) {
         if (c == 'd' && !parse_dtype(optarg, &p.dtype)) {
             cli_errorf("export: --dtype %s: f32, f16 or bf16", optarg);
             return CLI_USAGE;

@@ -15,7 +15,7 @@ static const char help[] =
     "tensor infos, the padding and the data start and end), every metadata entry with its type\n"
     "and value, and every tensor info (name, type name and id, ne, offset, bytes). Arrays are\n"
     "counted (count, element type, bytes) but their elements are left out unless --arrays is\n"
-    "given. Numbers are exact: a u64 above 2^63-1 is written as a decimal string; a string that\n"
+    "given. Numbers are exact: an integer past 2^53 is written as a decimal string; a string that\n"
     "is not UTF-8 as {\"hex\": \"...\"}; an infinite or NaN float as \"inf\", \"-inf\" or\n"
     "\"nan:0xBITS\". `tensormap write --from-header` turns this back into a file.\n"
     "\n"

@@ -26,8 +26,7 @@ static const char help[] =
     "  --context N     the KV cache at N tokens\n"
     "  --kv-type TYPE  the type K and V are cached in: f16 (default), bf16, f32, q8_0, q4_0,\n"
     "                  q4_1, q5_0, q5_1 or iq4_nl\n"
-    "  --json          the same as one JSON object (docs/json.md; a dimension the file lacks\n"
-    "                  is null)\n";
+    "  --json          the same as one JSON object (a dimension the file lacks is null)\n";
 
 /* The architecture's dimensions, as `<arch>.<suffix>` keys. */
 static const struct dim {
@@ -117,16 +116,14 @@ static void print_numbers(const numbers *nb)
     const cli_kv_cache_t *kv = &nb->kv;
     char ctx[32];
     cli_grouped(kv->context, ctx, sizeof ctx);
-    char label[64];
-    snprintf(label, sizeof label, "KV cache at %s tokens", ctx);
     if (!kv->known) {
-        row(label, "%s", kv->why);
+        row("KV cache", "at %s tokens: %s", ctx, kv->why);
         return;
     }
     cli_grouped(kv->bytes, exact, sizeof exact);
     cli_bytes_words(kv->bytes, words, sizeof words);
-    row(label, "%s bytes (%s), K and V in %s%s", exact, words, tm_type_name(kv->type),
-        nb->context_given ? "" : " (the trained context; --context N)");
+    row("KV cache", "%s bytes (%s) at %s tokens%s, K and V in %s", exact, words, ctx,
+        nb->context_given ? "" : " (the trained context)", tm_type_name(kv->type));
     if (kv->uneven)
         row("", "%" PRIu64 " layers, heads and widths differing between them", kv->layers);
     else

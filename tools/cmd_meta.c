@@ -1,5 +1,5 @@
-/* tensormap meta: every metadata entry in the order the file holds them (the seed chapter's
- * `meta`): index, key, type, value, with long strings cut and arrays summarised. */
+/* tensormap meta: every metadata entry in the order the file holds them: index, key, type,
+ * value, with long strings cut and arrays summarised. */
 #include "cli_util.h"
 
 #include <inttypes.h>
@@ -15,12 +15,11 @@ static const char help[] =
     "UTF-8 are shown escaped (\\n, \\\", \\\\, \\xNN). Floats are printed with the fewest digits\n"
     "that read back as the same value.\n"
     "\n"
-    "  --json    a JSON array of {\"key\", \"type\", \"value\"}; an array's value is\n"
-    "            {\"type\": \"array\", \"element_type\", \"count\"}. Integers are exact (a u64 above\n"
-    "            2^63-1 is a decimal string); a float that is not finite is \"inf\", \"-inf\" or\n"
-    "            \"nan:0xBITS\"; a string that is not valid UTF-8 is {\"hex\": \"...\"} with every\n"
-    "            byte\n"
-    "  --full    with --json: every element of every array, under \"elements\"\n";
+    "  --json    a JSON array of entries, {\"key\", \"type\", \"value\"}, an array as\n"
+    "            {\"key\", \"type\": \"arr\", \"element_type\", \"count\", \"bytes\"}; an integer\n"
+    "            past 2^53 is a decimal string, a float the shortest decimal that reads back\n"
+    "            as it; a string that is not UTF-8 is {\"hex\": \"...\"}\n"
+    "  --full    with --json: every element of every array, under \"values\"\n";
 
 enum { STR_SHOWN = 60, ELEM_STR_SHOWN = 24, ELEMS_SHOWN = 6 };
 

@@ -1,7 +1,7 @@
-/* tensormap sketch: the seed chapter's small file. Write a GGUF file whose numbers are known,
+/* tensormap sketch: a small GGUF file to learn the format on. Write a file whose numbers are known,
  * say where every field went (the writer's own byte counter, not arithmetic done here), read it
  * back and compare. --noalign reads the weights where the tensor infos end instead of at the
- * aligned data start: no error anywhere, and the numbers are wrong. That is the lesson. */
+ * aligned data start: no error anywhere, and the numbers are wrong, which is the point shown. */
 #include "cli_util.h"
 
 #include <getopt.h>
@@ -23,7 +23,8 @@ static const char help[] =
     "              error, and the numbers that come back are not the ones written\n"
     "  --json      the same as one JSON object\n"
     "\n"
-    "Exit status 0 when the file reads back as written (or --noalign showed its lesson).\n";
+    "Exit status 0 when the file reads back as written (with --noalign: always, the wrong\n"
+    "numbers being what it shows).\n";
 
 enum { N_VALUES = 6, MAX_FIELDS = 16 };
 static const float values[N_VALUES] = {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f};
@@ -171,12 +172,13 @@ static int report(const char *path, uint32_t align, bool noalign, bool json, con
         printf(noalign ? "the numbers, read at the end of the info records, ignoring the "
                          "declared alignment\n"
                        : "the numbers, read at the declared alignment\n");
+        char num[32];
         printf("  written");
         for (int i = 0; i < N_VALUES; i++)
-            printf(" %g", (double)values[i]);
+            printf(" %s", (cli_float_text(values[i], true, num, sizeof num), num));
         printf("\n  read   ");
         for (int i = 0; i < N_VALUES; i++)
-            printf(" %g", (double)got[i]);
+            printf(" %s", (cli_float_text(got[i], true, num, sizeof num), num));
         printf("\n%d of %d came back the number that went in\n", same, N_VALUES);
     }
     tm_close(f);
@@ -226,7 +228,7 @@ static int run(int argc, char **argv)
 const cli_command cmd_sketch = {
     .name = "sketch",
     .alias = NULL,
-    .summary = "write the chapter's small GGUF file, say where every field went, read it back",
+    .summary = "write a small GGUF file of known contents, say where every field went, read it back",
     .help = help,
     .run = run,
 };

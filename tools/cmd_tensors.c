@@ -15,9 +15,10 @@ static const char help[] =
     "up. In a sharded checkpoint each offset counts from its own shard's data, and a last\n"
     "column says which shard.\n"
     "\n"
-    "  --json    a JSON array of {\"name\", \"type\", \"ne\": [...], \"offset\", \"n_bytes\"} (plus\n"
-    "            \"shape\" in the file's order for safetensors, \"shard\" when sharded); a name\n"
-    "            that is not valid UTF-8 is {\"hex\": \"...\"}\n";
+    "  --json    a JSON array of {\"name\", \"type\", \"type_id\", \"ne\": [...], \"data_offset\",\n"
+    "            \"file_offset\" (from the start of the file), \"n_bytes\"}, plus \"shape\" in\n"
+    "            the file's order for safetensors and \"shard\" when sharded; a name that is not\n"
+    "            valid UTF-8 is {\"hex\": \"...\"}\n";
 
 static const char *type_name(tm_type type)
 {

@@ -23,6 +23,7 @@ __version__ = _c.tm_version().decode()
 
 OPEN_NO_MMAP = 1 << 0       # enum tm_open_flags
 OPEN_ALL_SHARDS = 1 << 1
+MATVEC_MODES = {"f32": 0, "q8": 1}   # TM_MATVEC_F32, TM_MATVEC_Q8
 
 # GGUF value types by the library's own names (tm_vtype_name), as numpy dtypes: the ids are
 # never spelled here.
@@ -269,11 +270,20 @@ class File:
             return empty
         return np.asarray(_MappedBytes(h, t.contents.data, n))
 
-    def get_tensor(self, name):
+    def get_tensor(self, name, out=None):
         """The whole tensor decoded to float32, in PyTorch shape, by the library's threaded
-        kernels (tm_dequant_tensor on every online CPU) straight into the returned array."""
+        kernels (tm_dequant_tensor on every online CPU) straight into the returned array.
+        out: a C-contiguous, writeable float32 array of as many elements to decode into (and
+        return) instead of a new one; reusing one saves the kernel's zeroing of fresh pages."""
         h, t = self._tensor(name)
-        out = np.empty(_shape(t), np.float32)
+        if out is None:
+            out = np.empty(_shape(t), np.float32)
+        elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and
+                  out.flags.c_contiguous and out.flags.writeable and
+                  out.size == t.contents.n_elements):
+            raise _error(InvalidError, "INVALID_ARG",
+                         f"tensor {name!r}: out must be a C-contiguous, writeable float32 array "
+                         f"of {t.contents.n_elements} elements", path=str(self.path))
         if out.size:
             err = _lib.Error()
             if _c.tm_dequant_tensor(t, out.ctypes.data, 0, ctypes.byref(err)) != 0:
@@ -295,6 +305,26 @@ class File:
             if _c.tm_dequant_rows(t, r0, r1, out.ctypes.data, ctypes.byref(err)) != 0:
                 raise _from_c(InvalidError, err, str(self.path))
         return out
+
+    def matvec(self, name, x, mode="f32"):
+        """y = W x on the blocks where they lie (tm_matvec, all online CPUs), without a float32
+        copy of W: one float32 value per row of W (a row is the last PyTorch dimension, so a
+        (out_features, in_features) weight gives out_features values). x: in_features values,
+        converted to contiguous float32. mode "f32": x stays float32, |y - W x| <= 1e-6 max|y|;
+        "q8": x quantized to 8 bits once, as ggml does (faster; docs/matvec.md has the bound)."""
+        h, t = self._tensor(name)
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        if x.shape != (t.contents.ne[0],) or mode not in MATVEC_MODES:
+            raise _error(InvalidError, "INVALID_ARG",
+                         f"tensor {name!r}: x must hold {t.contents.ne[0]} values (it has shape "
+                         f"{x.shape}) and mode be one of {sorted(MATVEC_MODES)} (not {mode!r})",
+                         path=str(self.path))
+        y = np.empty(_c.tm_tensor_rows(t), np.float32)
+        err = _lib.Error()
+        if _c.tm_matvec(t, x.ctypes.data, y.ctypes.data, MATVEC_MODES[mode], 0,
+                        ctypes.byref(err)) != 0:
+            raise _from_c(InvalidError, err, str(self.path))
+        return y
 
 
 def open(path, *, all_shards=False, mmap=True):   # noqa: A001 (the safetensors package's name)

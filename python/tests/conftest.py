@@ -4,6 +4,7 @@ Run by `make test` as `PYTHONPATH=python /usr/bin/python3 -m pytest python/tests
 TENSORMAP_LIBRARY pointing at the build's library and TM_CORPUS at ../shared/corpus."""
 
 import os
+import struct
 
 import pytest
 
@@ -42,6 +43,23 @@ def golden_view(stem):
         else:
             view[r[0]] = int(r[1])
     return view
+
+
+def require_view_matches_file(stem):
+    """The .view.tsv describes the .gguf beside it; if the file's own header (read here from its
+    first 24 bytes, not through the library) gives other counts, the corpus was changed after the
+    view was made, and what the view says about offsets and entries no longer holds: the test
+    that would compare the library with it is skipped, saying so (pytest -rs prints it)."""
+    view = golden_view(stem)
+    with open(corpus_path("golden", stem + ".gguf"), "rb") as fp:
+        magic, version, n_tensors, n_kv = struct.unpack("<4sIQQ", fp.read(24))
+    file_says = (magic, version, n_tensors, n_kv)
+    view_says = (b"GGUF", view["version"], view["n_tensors"], view["n_kv"])
+    if file_says != view_says:
+        pytest.skip(f"corpus {stem}.gguf no longer matches {stem}.view.tsv (its header says "
+                    f"version {version}, {n_tensors} tensors, {n_kv} entries; the view "
+                    f"{view['version']}, {view['n_tensors']}, {view['n_kv']}): the corpus file "
+                    "was changed after ggml's view of it was written")
 
 
 @pytest.fixture(params=GOLDEN)
