@@ -9,9 +9,17 @@ LIB_SRCS := $(wildcard src/*.c)
 # TM__KERNEL_TABLES in src/dequant.h; a matvec file's, into src/matvec.c's chains.)
 AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
-AVX2_SRCS    := src/x86/dequant_avx2.c src/x86/matvec_avx2.c
-AVX512_SRCS  := src/x86/dequant_avx512.c src/x86/matvec_avx512.c
-NEON_SRCS    := src/arm/dequant_neon.c src/arm/matvec_neon.c
+AVX2_SRCS    := src/x86/dequant_avx2.c
+AVX2_SRCS    += src/x86/dequant_avx2_small.c
+AVX2_SRCS    += src/x86/dequant_avx2_iq.c
+AVX2_SRCS    += src/x86/matvec_avx2.c
+AVX512_SRCS  := src/x86/dequant_avx512.c
+AVX512_SRCS  += src/x86/dequant_avx512_small.c
+AVX512_SRCS  += src/x86/dequant_avx512_iq.c
+AVX512_SRCS  += src/x86/matvec_avx512.c
+NEON_SRCS    := src/arm/dequant_neon.c
+NEON_SRCS    += src/arm/dequant_neon_iq.c
+NEON_SRCS    += src/arm/matvec_neon.c
 
 ifeq ($(ARCH),x86_64)
 LIB_SRCS += src/x86/cpu.c $(AVX2_SRCS) $(AVX512_SRCS)

@@ -73,9 +73,11 @@ typedef struct tm__kernels {
 /* Every kernel table of this build, X(table). Adding a kernel file: a line in mk/sources.mk
  * (with its -m flags) and its table here. */
 #if defined(__x86_64__)
-#define TM__ARCH_TABLES(X) X(tm__kernels_avx2) X(tm__kernels_avx512)
+#define TM__ARCH_TABLES(X) \
+    X(tm__kernels_avx2) X(tm__kernels_avx2_small) X(tm__kernels_avx2_iq) \
+    X(tm__kernels_avx512) X(tm__kernels_avx512_small) X(tm__kernels_avx512_iq)
 #elif defined(__aarch64__)
-#define TM__ARCH_TABLES(X) X(tm__kernels_neon)
+#define TM__ARCH_TABLES(X) X(tm__kernels_neon) X(tm__kernels_neon_iq)
 #else
 #define TM__ARCH_TABLES(X)
 #endif
@@ -137,6 +139,26 @@ static inline float tm__half_to_float(uint16_t h)
 }
 
 static inline float tm__rdh(const uint8_t *p) { return tm__half_to_float(tm__rd16(p)); }
+
+/* The fp4 types' scales (mxfp4, nvfp4), halved as ggml's decoders use them. */
+
+/* An E8M0 byte as ggml's halved scale: exactly 2^(e - 128) for every e (e = 0, 1 subnormal). */
+static inline float tm__e8m0_half(uint8_t e)
+{
+    return tm__f32_from_bits(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
+}
+
+/* A UE4M3 byte as ggml's halved scale: bit 7 is ignored, 0x00 and 0x7f are +0 (0xff is not
+ * caught by that rule and gives 240); E == 0 gives M * 2^-10, else (8 + M) * 2^(E - 11). */
+static inline float tm__ue4m3_half(uint8_t x)
+{
+    if (x == 0x00 || x == 0x7f)
+        return 0.0f;
+    const unsigned e = (unsigned)x >> 3 & 15, m = x & 7u;
+    if (e == 0)
+        return (float)m * 0x1p-10f;
+    return (float)(8 + m) * tm__f32_from_bits((e - 11 + 127) << 23); /* exact power of two */
+}
 
 /* The 6-bit scale and min of group g (0..7) of q4_K / q5_K, packed in 12 bytes: groups 0..3
  * in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); groups 4..7 in the nibbles of bytes

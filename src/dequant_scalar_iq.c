@@ -9,11 +9,17 @@
 #include "dequant.h"
 #include "quant_tables.h"
 
+/* +1.0f, or -1.0f when bit is 1, built from its bits: as a value the compiler cannot see, the
+ * multiply below stays a multiply at every optimisation level (gcc -O2 folds "x * (c ? -1.0f :
+ * 1.0f)" into a negation, -O1 does not, and the two differ for a NaN scale: the multiply keeps
+ * the NaN's sign, a negation flips it). The SIMD kernels multiply too. */
+static float plus_minus_one(unsigned bit) { return tm__f32_from_bits(0x3f800000u | (uint32_t)bit << 31); }
+
 /* Eight elements: (db * byte j of grid) * (bit j of signs ? -1 : 1). */
 static void signed8(float *dst, float db, uint64_t grid, unsigned signs)
 {
     for (int j = 0; j < 8; j++)
-        dst[j] = (db * (float)(grid >> 8 * j & 0xff)) * (signs >> j & 1 ? -1.0f : 1.0f);
+        dst[j] = (db * (float)(grid >> 8 * j & 0xff)) * plus_minus_one(signs >> j & 1);
 }
 
 /* The 4-bit-scale of iq2_xxs / iq2_xs / iq2_s: (d * (0.5 + k)) * 0.25. */

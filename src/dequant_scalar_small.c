@@ -47,30 +47,12 @@ static void dequant_iq4_xs_scalar(const void *src, float *dst, size_t n)
 
 /* ---- fp4 ------------------------------------------------------------------------------------ */
 
-/* An E8M0 byte as ggml's halved scale: exactly 2^(e - 128) for every e (e = 0, 1 subnormal). */
-static float e8m0_half(uint8_t e)
-{
-    return tm__f32_from_bits(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23);
-}
-
-/* A UE4M3 byte as ggml's halved scale: bit 7 is ignored, 0x00 and 0x7f are +0 (0xff is not
- * caught by that rule and gives 240); E == 0 gives M * 2^-10, else (8 + M) * 2^(E - 11). */
-static float ue4m3_half(uint8_t x)
-{
-    if (x == 0x00 || x == 0x7f)
-        return 0.0f;
-    const unsigned e = (unsigned)x >> 3 & 15, m = x & 7u;
-    if (e == 0)
-        return (float)m * 0x1p-10f;
-    return (float)(8 + m) * tm__f32_from_bits((e - 11 + 127) << 23); /* exact power of two */
-}
-
 /* mxfp4, 17 bytes: e @0, qs[16] @1. Element j = kv[low nibble of qs[j]] * d, j + 16 the high. */
 static void dequant_mxfp4_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 17, dst += 32) {
-        const float d = e8m0_half(b[0]);
+        const float d = tm__e8m0_half(b[0]);
         for (int j = 0; j < 16; j++) {
             dst[j] = (float)tm__kvalues_fp4[b[1 + j] & 15] * d;
             dst[j + 16] = (float)tm__kvalues_fp4[b[1 + j] >> 4] * d;
@@ -85,7 +67,7 @@ static void dequant_nvfp4_scalar(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += 36) {
         for (int s = 0; s < 4; s++, dst += 16) {
-            const float d = ue4m3_half(b[s]);
+            const float d = tm__ue4m3_half(b[s]);
             const uint8_t *q = b + 4 + 8 * s;
             for (int j = 0; j < 8; j++) {
                 dst[j] = (float)tm__kvalues_fp4[q[j] & 15] * d;

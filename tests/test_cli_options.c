@@ -84,6 +84,9 @@ Test(cli_options, every_refusal_names_the_option_and_why)
     REFUSED(2, "info: no FILE given", "info");
     REFUSED(2, "write: --from-header HEADER.json is required", "write", "out.gguf");
     REFUSED(2, "layer: N is a block number, not 'x'", "layer", f, "x");
+    /* a header file that cannot be read is named with the reason, not "line -1, column -1" */
+    REFUSED(1, "nosuch.json: unable to open", "write", "--from-header", "nosuch.json",
+            test_path("out.gguf"));
 }
 
 Test(cli_options, usage_errors_exit_2_and_bad_files_exit_1)

@@ -451,11 +451,6 @@ static void print_pair(const pair *p, enum status st, const stats *s)
     putchar('\n');
 }
 
-static json_t *json_num(double v)
-{
-    return isfinite(v) ? json_real(v) : json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-}
-
 static json_t *pair_json(const pair *p, enum status st, const stats *s)
 {
     json_t *j = json_pack("{s:o, s:o, s:s, s:s, s:s, s:o, s:b}", "a", cli_json_str(p->a->name),
@@ -479,10 +474,10 @@ static json_t *pair_json(const pair *p, enum status st, const stats *s)
         json_object_set_new(j, "first_differing_a", cli_json_u64(s->first_a));
         json_object_set_new(j, "first_differing_b", cli_json_u64(s->first_b));
     }
-    json_object_set_new(j, "max_abs", json_num(s->max_abs));
-    json_object_set_new(j, "max_rel", json_num(s->max_rel));
-    json_object_set_new(j, "rmse", json_num(s->n ? sqrt(s->sum_sq / (double)s->n) : 0.0));
-    json_object_set_new(j, "max_error_of_range", json_num(range_share(s)));
+    json_object_set_new(j, "max_abs", cli_json_f64(s->max_abs));
+    json_object_set_new(j, "max_rel", cli_json_f64(s->max_rel));
+    json_object_set_new(j, "rmse", cli_json_f64(s->n ? sqrt(s->sum_sq / (double)s->n) : 0.0));
+    json_object_set_new(j, "max_error_of_range", cli_json_f64(range_share(s)));
     return j;
 }
 
