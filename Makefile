@@ -151,6 +151,12 @@ $(B)/bench/%: bench/%.c $(STATIC) $(wildcard tools/*.h bench/*.h) | $(DEPS_STAMP
 	$(Q)$(CC) $(ALL_CFLAGS) -DTM_BENCH_LIB_FLAGS='"$(BENCH_LIB_FLAGS)"' -o $@ $< $(STATIC) \
 	    $(LDFLAGS) $(TOOL_LIBS)
 
+# An LD_PRELOAD shim that fails the Nth write, sync or rename (tests/test_edit.c): built without
+# sanitizers or the project's warnings set (it defines libc's own functions).
+$(B)/fail_io.so: tests/shim/fail_io.c
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) -shared -fPIC -O1 -o $@ $< -ldl
+
 $(B)/test_tensormap: $(TEST_OBJS) $(STATIC)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(STATIC) $(LDFLAGS) -lcriterion $(TOOL_LIBS)
@@ -172,9 +178,10 @@ demo: all
 export TM_TOOL   = $(abspath $(B)/tensormap)
 export TM_MATVEC = $(abspath $(B)/matvec)
 export TM_CORPUS = $(abspath ../shared/corpus)
+export TM_FAIL_SHIM = $(abspath $(B)/fail_io.so)
 export TM_README = $(abspath README.md)
 
-test: all $(B)/test_tensormap check-exports
+test: all $(B)/test_tensormap $(B)/fail_io.so check-exports
 	$(B)/test_tensormap $(TEST_ARGS) $(SAN_GATE)
 	$(PYTEST)
 

@@ -182,8 +182,12 @@ enum tm_open_flags {
     TM_OPEN_NO_MMAP = 1u << 0,
     /* a safetensors shard: open every shard of its checkpoint (from the sibling
      * model.safetensors.index.json) and present one index; a file with no index beside it
-     * opens alone, a file the index does not name is TM_NOT_FOUND */
+     * opens alone, a file the index does not name is TM_NOT_FOUND. A shard of a split GGUF set
+     * (split.count > 1): open every shard of the set (the first shard does so without the
+     * flag). */
     TM_OPEN_ALL_SHARDS = 1u << 1,
+    /* a shard of a split GGUF set opens alone, even the first (which otherwise opens the set) */
+    TM_OPEN_ONE_SHARD = 1u << 2,
 };
 
 /* Limits that are not the format's own. */
@@ -196,7 +200,18 @@ enum tm_open_flags {
 /* Open a GGUF file, a safetensors file or a model.safetensors.index.json, recognised by their
  * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). On success *out is a new
  * tm_file that the caller releases with tm_close. On failure *out is NULL, err is filled, and
- * nothing is leaked. A flag bit this library does not know is TM_INVALID_ARG. */
+ * nothing is leaked. A flag bit this library does not know is TM_INVALID_ARG.
+ *
+ * A split GGUF set (llama.cpp's gguf-split: PREFIX-00001-of-0000N.gguf ..., each shard carrying
+ * split.no, split.count and split.tensors.count, or the older general.split* names) opens as
+ * one model from its first shard, or from any shard with TM_OPEN_ALL_SHARDS: the metadata is
+ * the first shard's, the tensors are every shard's in shard order (tm_tensor.shard,
+ * tm_shard_path, tm_shard_layout), and tm_file_bytes is the first shard's. Refused, naming the
+ * file and the field: a missing shard (TM_NOT_FOUND, naming the file expected), a shard path
+ * that is not a regular file (TM_IO), split.no or split.count disagreeing with the file's name
+ * or the first shard, shard tensor counts not adding up to split.tensors.count (TM_BAD_VALUE),
+ * a tensor name in two shards (TM_DUPLICATE). A buffer or standard input opens alone.
+ * TM_INVALID_ARG for TM_OPEN_ALL_SHARDS with TM_OPEN_ONE_SHARD. */
 TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err);
 
 /* Walk a GGUF or safetensors image already in memory. The buffer is not copied: it must stay
@@ -533,6 +548,37 @@ TM_API uint64_t tm_writer_header_bytes(const tm_writer *w);
 /* The data section's size is at least the end of the last tensor; make it at least n bytes
  * (a stand-in for a file whose tail is not described by its tensors). */
 TM_API tm_status tm_writer_set_data_size(tm_writer *w, uint64_t n, tm_error *err);
+/* ---- A writer seeded from an open file: editing, merging and splitting without copying ----
+ * Entries are copied as bytes; tensors are referenced in the source's mapping (keep the source
+ * open until tm_writer_finish) and copied at finish with copy_file_range from the source file
+ * (so that a filesystem that can share extents does), or from the mapping when the file is no
+ * longer the one mapped or the kernel cannot copy between the two files. Never through a copy
+ * of the whole file in memory. */
+
+/* A copy of entry kv of an open file, added after the entries so far. */
+TM_API tm_status tm_writer_kv_copy(tm_writer *w, const tm_kv *kv, tm_error *err);
+/* Remove the entry key from the writer. TM_NOT_FOUND when it holds none. To change a value,
+ * delete the key and add it again (it then comes last). */
+TM_API tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *err);
+/* Tensor t of the open file f, under name (NULL: t's own name), with t's type and shape; its
+ * bytes are referenced. same_offset places it at t's own offset (the data section of a one-file
+ * source kept as it is), else after the previous tensor. */
+TM_API tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
+                                       const char *name, bool same_offset, tm_error *err);
+/* A writer holding f's version, alignment, every entry and every tensor (a one-file source
+ * keeps every tensor's offset; a split set's tensors are laid out in order), with
+ * verification on. TM_UNSUPPORTED for a safetensors source. */
+TM_API tm_status tm_writer_new_from(const tm_file *f, tm_writer **out, tm_error *err);
+/* With verify on, tm_writer_finish opens the file it wrote with tm_open before it replaces
+ * anything, and fails (leaving path as it was) when the reader refuses it or reads other
+ * counts or another header size. Off for tm_writer_new, on for tm_writer_new_from. */
+TM_API tm_status tm_writer_set_verify(tm_writer *w, bool verify, tm_error *err);
+/* Called during tm_writer_finish as tensor bytes are written (at least every 64 MiB), with
+ * the bytes written so far and the total. */
+typedef void (*tm_writer_progress)(void *ctx, uint64_t done, uint64_t total);
+TM_API tm_status tm_writer_set_progress(tm_writer *w, tm_writer_progress fn, void *ctx,
+                                        tm_error *err);
+
 /* Write the file and free the writer (also on failure). The file is written through
  * tm_outfile (below): an existing file at path is replaced only when the whole new file is
  * written and synced, and is left exactly as it was on any failure; no partial file is left.

@@ -74,7 +74,8 @@ static tm_file *new_file(tm_error *err)
 
 /* Flag bits this library knows; any other is refused, so that a caller built against a newer
  * header that asks for a behaviour this copy lacks is told so rather than silently ignored. */
-#define KNOWN_FLAGS ((unsigned)TM_OPEN_NO_MMAP | (unsigned)TM_OPEN_ALL_SHARDS)
+#define KNOWN_FLAGS \
+    ((unsigned)TM_OPEN_NO_MMAP | (unsigned)TM_OPEN_ALL_SHARDS | (unsigned)TM_OPEN_ONE_SHARD)
 
 static tm_status check_flags(const char *fn, unsigned flags, tm_error *err)
 {
@@ -92,6 +93,9 @@ tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_open: path and out must be set");
     if (check_flags("tm_open", flags, err) != TM_OK)
         return TM_INVALID_ARG;
+    if ((flags & TM_OPEN_ALL_SHARDS) && (flags & TM_OPEN_ONE_SHARD))
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
+                        "tm_open: TM_OPEN_ALL_SHARDS and TM_OPEN_ONE_SHARD contradict each other");
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;

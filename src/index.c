@@ -107,6 +107,13 @@ static tm_status build(tm_file *f, tm__hash *h, uint64_t n, name_of name, const 
             char q[96];
             tm__quote(q, sizeof q, s.ptr, s.len);
             uint64_t at = is_kv ? f->kvs[i].offset : f->tensors[i].info_offset;
+            const uint32_t shard = is_kv ? 0 : f->tensors[i].shard;
+            const uint32_t other = is_kv ? 0 : f->tensors[*slot - 1].shard;
+            if (shard != other) /* a name in two files of a set: say which files */
+                return tm__fail(err, TM_DUPLICATE, at,
+                                "%s: tensor info at byte %llu names tensor %s, which %s already "
+                                "holds", tm_shard_path(f, shard), (unsigned long long)at, q,
+                                tm_shard_path(f, other));
             return tm__fail(err, TM_DUPLICATE, at,
                             "%s %u of %llu (%s) at byte %llu: the same %s as %s %u",
                             is_kv ? "metadata entry" : "tensor info", i, (unsigned long long)n, q,

@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
+#include <time.h>
 
 /* ---- error.c ---- */
 
@@ -23,6 +25,9 @@ typedef struct tm__map {
     uint64_t size;
     int kind;                 /* TM__MAP_MMAP, TM__MAP_HEAP, TM__MAP_BORROWED */
     char *path;               /* owned, NUL-terminated; NULL for a buffer */
+    dev_t dev;                /* a regular file's identity when opened, so that a writer can */
+    ino_t ino;                /* tell whether path still names the file mapped */
+    struct timespec mtime;
 } tm__map;
 
 enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3 };

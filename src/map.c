@@ -108,6 +108,9 @@ tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *e
         st = read_file(fd, m->size, &heap, err);
     } else {
         m->size = (uint64_t)sb.st_size;
+        m->dev = sb.st_dev;
+        m->ino = sb.st_ino;
+        m->mtime = sb.st_mtim;
         void *p = mmap(NULL, (size_t)m->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
             st = io_fail(err, "mmap failed", errno);

@@ -35,8 +35,9 @@ tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *
     /* A pipe or a device would be read to its end (or block opening): a shard is a file. */
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return tm__fail(err, errno == ENOENT ? TM_NOT_FOUND : TM_IO, TM_NO_OFFSET, "%s: %s",
-                        path, strerror(errno));
+        return tm__fail(err, errno == ENOENT ? TM_NOT_FOUND : TM_IO, TM_NO_OFFSET,
+                        "%s: %s%s", path, errno == ENOENT ? "the shard is missing: " : "",
+                        strerror(errno));
     if (!S_ISREG(sb.st_mode))
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: is not a regular file (a shard must be)",
                         path);

@@ -8,8 +8,10 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -21,8 +23,10 @@ typedef struct buf {
 } buf;
 
 typedef struct wtensor {
-    const void *data; /* NULL: a hole */
+    const void *data;     /* NULL: a hole */
     uint64_t offset, n_bytes;
+    const tm__map *src;   /* the mapping data lies in, when taken from an open file */
+    uint64_t src_offset;  /* data's offset in src's file */
 } wtensor;
 
 struct tm_writer {
@@ -34,6 +38,11 @@ struct tm_writer {
     size_t tensors_cap;
     uint64_t data_end;       /* max over tensors of offset + n_bytes */
     uint64_t min_data_size;  /* tm_writer_set_data_size */
+    size_t *kv_at;           /* where each entry starts in kv, so one can be deleted */
+    size_t kv_at_cap;
+    bool verify;             /* tm_writer_set_verify */
+    tm_writer_progress progress;
+    void *progress_ctx;
 };
 
 /* ---- byte buffers ---------------------------------------------------------------------------
@@ -107,6 +116,7 @@ void tm_writer_free(tm_writer *w)
     free(w->kv.p);
     free(w->info.p);
     free(w->tensors);
+    free(w->kv_at);
     free(w);
 }
 
@@ -196,8 +206,17 @@ static tm_status no_room(tm_error *err, const char *what, const char *name)
 static tm_status begin_kv(tm_writer *w, const char *key, uint64_t key_len, uint64_t extra,
                           tm_vtype type, tm_error *err)
 {
+    if (w->n_kv == w->kv_at_cap) {
+        size_t cap = w->kv_at_cap ? w->kv_at_cap * 2 : 64;
+        size_t *at = cap < SIZE_MAX / sizeof *at ? realloc(w->kv_at, cap * sizeof *at) : NULL;
+        if (!at)
+            return no_room(err, "metadata entry", key);
+        w->kv_at = at;
+        w->kv_at_cap = cap;
+    }
     if (extra > UINT64_MAX - 12 - key_len || !buf_reserve(&w->kv, 12 + key_len + extra))
         return no_room(err, "metadata entry", key);
+    w->kv_at[w->n_kv] = w->kv.len;
     put_str(&w->kv, key, key_len);
     put_u32(&w->kv, (uint32_t)type);
     w->n_kv++;
@@ -440,7 +459,7 @@ static tm_status add_tensor(tm_writer *w, const char *name, tm_type type, uint32
         put_u64(&w->info, ne[d]);
     put_u32(&w->info, (uint32_t)type);
     put_u64(&w->info, offset);
-    w->tensors[w->n_tensors++] = (wtensor){data, offset, n_bytes};
+    w->tensors[w->n_tensors++] = (wtensor){data, offset, n_bytes, NULL, 0};
     if (end > w->data_end)
         w->data_end = end;
     return TM_OK;
@@ -457,6 +476,156 @@ tm_status tm_writer_tensor_at(tm_writer *w, const char *name, tm_type type, uint
                               tm_error *err)
 {
     return add_tensor(w, name, type, n_dims, ne, true, offset, data, err);
+}
+
+/* ---- taken from an open file ----------------------------------------------------------------
+ * Entries are copied as bytes (a file's values are little-endian already); tensors are
+ * referenced in the source's mapping and copied at finish, from the source file itself where
+ * it is still the file that was mapped. */
+
+/* A tm_str as a C string for the adders and messages (keys and names hold no NUL: the readers
+ * refuse one). NULL when out of memory. */
+static char *cstr(tm_str s)
+{
+    char *c = malloc((size_t)s.len + 1);
+    if (c) {
+        if (s.len)
+            memcpy(c, s.ptr, (size_t)s.len);
+        c[s.len] = '\0';
+    }
+    return c;
+}
+
+tm_status tm_writer_kv_copy(tm_writer *w, const tm_kv *kv, tm_error *err)
+{
+    if (!w)
+        return no_writer(err, __func__);
+    if (!kv || (!kv->data && kv->data_bytes) || kv->type > TM_V_F64)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_kv_copy: not an entry");
+    char *key = cstr(kv->key);
+    if (!key)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory copying an entry");
+    uint64_t key_len;
+    tm_status st = check_key(w, key, &key_len, err);
+    /* what follows the value type: a string's length, an array's element type and count */
+    const uint64_t lead = kv->type == TM_V_STRING ? 8 : kv->type == TM_V_ARRAY ? 12 : 0;
+    if (st == TM_OK && kv->data_bytes > UINT64_MAX - lead)
+        st = no_room(err, "metadata entry", key);
+    if (st == TM_OK)
+        st = begin_kv(w, key, key_len, lead + kv->data_bytes, kv->type, err);
+    free(key);
+    if (st != TM_OK)
+        return st;
+    if (kv->type == TM_V_STRING)
+        put_u64(&w->kv, kv->data_bytes);
+    if (kv->type == TM_V_ARRAY) {
+        put_u32(&w->kv, (uint32_t)kv->elem_type);
+        put_u64(&w->kv, kv->count);
+    }
+    put_bytes(&w->kv, kv->data, (size_t)kv->data_bytes);
+    return TM_OK;
+}
+
+/* Entry i's key, as stored (u64 length, bytes). */
+static tm_str entry_key(const tm_writer *w, uint64_t i)
+{
+    const uint8_t *p = w->kv.p + w->kv_at[i];
+    return (tm_str){(const char *)p + 8, tm__load_le(p, 8)};
+}
+
+tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *err)
+{
+    if (!w)
+        return no_writer(err, __func__);
+    if (!key)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_kv_delete: the key is NULL");
+    const size_t len = strlen(key);
+    for (uint64_t i = 0; i < w->n_kv; i++) {
+        const tm_str k = entry_key(w, i);
+        if (k.len != len || memcmp(k.ptr, key, len) != 0)
+            continue;
+        const size_t at = w->kv_at[i];
+        const size_t end = i + 1 < w->n_kv ? w->kv_at[i + 1] : w->kv.len;
+        memmove(w->kv.p + at, w->kv.p + end, w->kv.len - end);
+        w->kv.len -= end - at;
+        for (uint64_t j = i + 1; j < w->n_kv; j++)
+            w->kv_at[j - 1] = w->kv_at[j] - (end - at);
+        w->n_kv--;
+        return TM_OK;
+    }
+    char q[96];
+    tm__quote(q, sizeof q, key, len);
+    return tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "the writer holds no metadata entry %s", q);
+}
+
+tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
+                                const char *name, bool same_offset, tm_error *err)
+{
+    if (!w)
+        return no_writer(err, __func__);
+    if (!f || !t || t->shard >= f->layout.n_shards)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
+                        "tm_writer_tensor_copy: a file and one of its tensors are needed");
+    char *own = name ? NULL : cstr(t->name);
+    if (!name && !own)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory copying a tensor");
+    tm_status st = add_tensor(w, name ? name : own, t->type, t->n_dims, t->ne, same_offset,
+                              t->offset, t->data, err);
+    free(own);
+    if (st != TM_OK)
+        return st;
+    wtensor *wt = &w->tensors[w->n_tensors - 1];
+    wt->src = &f->maps[t->shard];
+    wt->src_offset = tm_shard_layout(f, t->shard)->data_start + t->offset;
+    return TM_OK;
+}
+
+tm_status tm_writer_new_from(const tm_file *f, tm_writer **out, tm_error *err)
+{
+    if (out)
+        *out = NULL;
+    if (!f || !out)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_new_from: f and out must "
+                        "be set");
+    const tm_layout *l = tm_file_layout(f);
+    if (l->format != TM_FORMAT_GGUF)
+        return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET, "tm_writer_new_from: the source is "
+                        "not a GGUF file");
+    tm_writer *w;
+    tm_status st = tm_writer_new(&w, err);
+    if (st == TM_OK)
+        st = tm_writer_set_version(w, l->version, err);
+    if (st == TM_OK)
+        st = tm_writer_set_alignment(w, l->alignment, err);
+    for (uint64_t i = 0; st == TM_OK && i < l->n_kv; i++)
+        st = tm_writer_kv_copy(w, tm_kv_at(f, i), err);
+    /* One file keeps every tensor where it was; the tensors of a set are laid out in order. */
+    for (uint64_t i = 0; st == TM_OK && i < l->n_tensors; i++)
+        st = tm_writer_tensor_copy(w, f, tm_tensor_at(f, i), NULL, l->n_shards == 1, err);
+    if (st == TM_OK) {
+        w->verify = true;
+        *out = w;
+    } else {
+        tm_writer_free(w);
+    }
+    return st;
+}
+
+tm_status tm_writer_set_verify(tm_writer *w, bool verify, tm_error *err)
+{
+    if (!w)
+        return no_writer(err, __func__);
+    w->verify = verify;
+    return TM_OK;
+}
+
+tm_status tm_writer_set_progress(tm_writer *w, tm_writer_progress fn, void *ctx, tm_error *err)
+{
+    if (!w)
+        return no_writer(err, __func__);
+    w->progress = fn;
+    w->progress_ctx = ctx;
+    return TM_OK;
 }
 
 /* ---- finish --------------------------------------------------------------------------------- */
@@ -500,6 +669,76 @@ static bool pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t at)
     return true;
 }
 
+/* Bytes moved per call: progress is reported between calls. */
+#define COPY_CHUNK (64u << 20)
+
+/* The source file a tensor's bytes are copied from with copy_file_range (so that a filesystem
+ * that can share extents does), while it is still the file that was mapped: same device,
+ * inode, size and modification time. Otherwise, or where the kernel cannot copy between the two
+ * files, the mapping's bytes (what the reader saw) are written. */
+typedef struct source {
+    const tm__map *map; /* the mapping fd belongs to */
+    int fd;             /* -1: write from the mapping */
+    bool no_copy;       /* copy_file_range is not possible here: write from the mappings */
+} source;
+
+static int source_fd(source *s, const tm__map *m)
+{
+    if (s->map == m || s->no_copy)
+        return s->no_copy ? -1 : s->fd;
+    if (s->fd >= 0)
+        close(s->fd);
+    s->map = m;
+    s->fd = -1;
+    if (!m || m->kind != TM__MAP_MMAP || !m->path)
+        return -1;
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == m->dev && sb.st_ino == m->ino &&
+        (uint64_t)sb.st_size == m->size && sb.st_mtim.tv_sec == m->mtime.tv_sec &&
+        sb.st_mtim.tv_nsec == m->mtime.tv_nsec)
+        s->fd = fd;
+    else if (fd >= 0)
+        close(fd);
+    return s->fd;
+}
+
+/* Tensor i's bytes at file offset at, chunk by chunk, counting *done for the progress. */
+static tm_status write_tensor(const tm_writer *w, int fd, source *src, uint64_t i, uint64_t at,
+                              uint64_t *done, uint64_t total, const char *path, tm_error *err)
+{
+    const wtensor *t = &w->tensors[i];
+    for (uint64_t off = 0; off < t->n_bytes;) {
+        const size_t n = t->n_bytes - off < COPY_CHUNK ? (size_t)(t->n_bytes - off) : COPY_CHUNK;
+        const int in = source_fd(src, t->src);
+        ssize_t k;
+        if (in >= 0) {
+            loff_t from = (loff_t)(t->src_offset + off), to = (loff_t)(at + off);
+            k = copy_file_range(in, &from, fd, &to, n, 0);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+                          errno == EOPNOTSUPP || errno == EBADF)) {
+                src->no_copy = true; /* not between these files: the mappings it is */
+                continue;
+            }
+            if (k == 0)
+                errno = EIO; /* the source ends sooner than when it was mapped */
+        } else {
+            k = pwrite_all(fd, (const uint8_t *)t->data + off, n, at + off) ? (ssize_t)n : -1;
+        }
+        if (k <= 0)
+            return tm__fail(err, TM_IO, at + off, "%s: writing tensor %llu at byte %llu: %s",
+                            path, (unsigned long long)i, (unsigned long long)(at + off),
+                            strerror(errno));
+        off += (uint64_t)k;
+        *done += (uint64_t)k;
+        if (w->progress)
+            w->progress(w->progress_ctx, *done, total);
+    }
+    return TM_OK;
+}
+
 static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_error *err)
 {
     uint8_t head[GGUF_HEAD_BYTES];
@@ -530,18 +769,46 @@ static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_err
     };
     if (!writev_all(fd, iov, 4))
         return tm__fail(err, TM_IO, 0, "%s: writing the header: %s", path, strerror(errno));
-    for (uint64_t i = 0; i < w->n_tensors; i++) {
-        const wtensor *t = &w->tensors[i];
-        if (t->data && !pwrite_all(fd, t->data, t->n_bytes, data_start + t->offset))
-            return tm__fail(err, TM_IO, data_start + t->offset,
-                            "%s: writing tensor %llu at byte %llu: %s", path,
-                            (unsigned long long)i, (unsigned long long)(data_start + t->offset),
-                            strerror(errno));
-    }
+    uint64_t total = 0, done = 0;
+    for (uint64_t i = 0; i < w->n_tensors; i++)
+        total += w->tensors[i].data ? w->tensors[i].n_bytes : 0;
+    source src = {NULL, -1, false};
+    tm_status st = TM_OK;
+    for (uint64_t i = 0; i < w->n_tensors && st == TM_OK; i++)
+        if (w->tensors[i].data)
+            st = write_tensor(w, fd, &src, i, data_start + w->tensors[i].offset, &done, total,
+                              path, err);
+    if (src.fd >= 0)
+        close(src.fd);
+    if (st != TM_OK)
+        return st;
     if (ftruncate(fd, (off_t)file_size) != 0)
         return tm__fail(err, TM_IO, file_size, "%s: setting the size to %llu bytes: %s", path,
                         (unsigned long long)file_size, strerror(errno));
     return TM_OK;
+}
+
+/* The file just written, opened again as a reader opens it (tm_writer_set_verify). */
+static tm_status verify_written(const tm_writer *w, const char *written, const char *path,
+                                tm_error *err)
+{
+    tm_file *f = NULL;
+    tm_error inner = {0};
+    tm_status st = tm_open(written, TM_OPEN_ONE_SHARD, &f, &inner);
+    if (st != TM_OK)
+        return tm__fail(err, st, inner.offset, "%s: the file written does not read back: %s",
+                        path, inner.message);
+    const tm_layout *l = tm_file_layout(f);
+    if (l->n_kv != w->n_kv || l->n_tensors != w->n_tensors ||
+        l->infos_end != tm_writer_header_bytes(w))
+        st = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: the file written reads back as %llu entries "
+                      "and %llu tensors in a %llu-byte header, not %llu, %llu and %llu", path,
+                      (unsigned long long)l->n_kv, (unsigned long long)l->n_tensors,
+                      (unsigned long long)l->infos_end, (unsigned long long)w->n_kv,
+                      (unsigned long long)w->n_tensors,
+                      (unsigned long long)tm_writer_header_bytes(w));
+    tm_close(f);
+    return st;
 }
 
 tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
@@ -556,6 +823,9 @@ tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
         /* A half-written file would open as a damaged model later: it stays a temporary file,
          * removed on failure, and whatever path named is untouched. */
         st = write_file(w, tm_outfile_fd(o), path, err);
+        /* read back before it replaces anything (a device or FIFO cannot be read back) */
+        if (st == TM_OK && w->verify && tm_outfile_temp_path(o))
+            st = verify_written(w, tm_outfile_temp_path(o), path, err);
         if (st == TM_OK)
             st = tm_outfile_commit(o, err);
         else

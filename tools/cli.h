@@ -34,7 +34,7 @@ extern const cli_global_option cli_global_options[];
 
 /* Options that apply to every command (set by main before dispatch). */
 extern unsigned cli_open_flags;   /* TM_OPEN_NO_MMAP with --no-mmap, TM_OPEN_ALL_SHARDS with
-                                   * --all-shards */
+                                   * --all-shards, TM_OPEN_ONE_SHARD with --one-shard */
 
 /* Open FILE as the user named it: a path, "-" for standard input, or ollama:NAME[:TAG].
  * On failure prints "tensormap: FILE: message" to stderr and returns NULL. */
@@ -114,5 +114,6 @@ extern const cli_command cmd_info, cmd_meta, cmd_tensors;
 extern const cli_command cmd_stack, cmd_layer, cmd_check, cmd_bytes, cmd_stats, cmd_dump,
     cmd_tokens, cmd_header, cmd_write, cmd_sketch;
 extern const cli_command cmd_compare, cmd_export;
+extern const cli_command cmd_split, cmd_merge, cmd_edit;
 
 #endif

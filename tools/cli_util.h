@@ -163,6 +163,17 @@ void cli_progress_end(cli_progress *p);
  * failure NULL with a message in msg. */
 char *cli_ollama_path(const char *spec, char *msg, size_t msg_size);
 
+/* tools/cli_write_model.c: for the commands that write a model. A writer with f's version and
+ * alignment and verification on; then finish it into path (st: how building it went; w is
+ * freed either way) with a progress line on stderr when it is a terminal and the work takes
+ * over a second. CLI_OK, or CLI_FAIL after "tensormap: PATH: message". */
+tm_status cli_model_writer(const tm_file *f, tm_writer **w, tm_error *err);
+int cli_model_finish(tm_writer *w, tm_status st, tm_error *err, const char *path);
+
+/* tools/cmd_split.c: a split set's own keys (split.*, and the older general.split*), which are
+ * never the model's metadata. */
+bool cli_split_key(tm_str key);
+
 /* ---- cli_hfnames.c: Hugging Face names <-> llama.cpp's (llama, qwen2) ----------------------- */
 
 /* Whether a tensor's rows were permuted by llama.cpp's converter: by n_head for the query

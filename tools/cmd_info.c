@@ -177,6 +177,22 @@ static bool head_width(const tm_file *f, uint64_t *embd, uint64_t *heads)
            tm_kv_get_uint(tm_arch_key(f, dims[DIM_HEADS].suffix), heads) == TM_OK && *heads;
 }
 
+/* A sharded checkpoint or split set: every shard's own numbers (the file layout holds totals).
+ * Header bytes are the JSON's for safetensors, everything before the data for GGUF. */
+static void print_shards(const tm_file *f, const tm_layout *l)
+{
+    printf("every shard\n  %-5s %14s %8s %14s %14s  %s\n", "shard", "header bytes", "tensors",
+           "data bytes", "file bytes", "path");
+    for (uint32_t i = 0; i < l->n_shards; i++) {
+        const tm_layout *s = tm_shard_layout(f, i);
+        printf("  %-5" PRIu32 " %14" PRIu64 " %8" PRIu64 " %14" PRIu64 " %14" PRIu64 "  ", i,
+               s->format == TM_FORMAT_SAFETENSORS ? s->kv_end - 8 : s->data_start, s->n_tensors,
+               s->data_size, s->file_size);
+        cli_print_text(stdout, tm_shard_path(f, i)); /* named by an index or a file name */
+        putchar('\n');
+    }
+}
+
 static void print_gguf(const tm_file *f, const tm_layout *l, const numbers *nb)
 {
     printf("the four numbers at the front\n");
@@ -220,6 +236,13 @@ static void print_gguf(const tm_file *f, const tm_layout *l, const numbers *nb)
     row("alignment", "%" PRIu32 "%s", l->alignment,
         l->alignment_declared ? ", declared in general.alignment"
                               : ", not declared: the format's default");
+    if (l->n_shards > 1) {
+        row("shards", "%" PRIu32 " files of a split set; the counts above are totals over them",
+            l->n_shards);
+        row("tensor data", "%" PRIu64 " bytes", l->data_size);
+        print_shards(f, l);
+        return;
+    }
     row("metadata ends at", "%" PRIu64, l->kv_end);
     row("last tensor info ends at", "%" PRIu64, l->infos_end);
     row("padding", "%" PRIu64, l->padding);
@@ -238,15 +261,7 @@ static void print_safetensors(const tm_file *f, const tm_layout *l, const number
         row("tensors", "%" PRIu64, l->n_tensors);
         row("metadata entries", "%" PRIu64, l->n_kv);
         row("tensor data", "%" PRIu64 " bytes", l->data_size);
-        printf("every shard\n  %-5s %14s %8s %14s %14s  %s\n", "shard", "header bytes", "tensors",
-               "data bytes", "file bytes", "path");
-        for (uint32_t i = 0; i < l->n_shards; i++) {
-            const tm_layout *s = tm_shard_layout(f, i);
-            printf("  %-5" PRIu32 " %14" PRIu64 " %8" PRIu64 " %14" PRIu64 " %14" PRIu64 "  ", i,
-                   s->kv_end - 8, s->n_tensors, s->data_size, s->file_size);
-            cli_print_text(stdout, tm_shard_path(f, i)); /* named by the index: from a file */
-            putchar('\n');
-        }
+        print_shards(f, l);
         return;
     }
     row("header length", "%" PRIu64 " bytes of JSON after the 8-byte length", l->kv_end - 8);
@@ -306,8 +321,20 @@ static json_t *to_json(const tm_file *f, const char *arg, const tm_layout *l, co
         bad |= json_object_set_new(o, "kv_end", cli_json_u64(l->kv_end));
         bad |= json_object_set_new(o, "infos_end", cli_json_u64(l->infos_end));
         bad |= json_object_set_new(o, "padding", cli_json_u64(l->padding));
-    } else {
-        bad |= json_object_set_new(o, "n_shards", json_integer(l->n_shards));
+    }
+    bad |= json_object_set_new(o, "n_shards", json_integer(l->n_shards));
+    if (l->n_shards > 1) {
+        json_t *a = json_array();
+        for (uint32_t i = 0; a && i < l->n_shards; i++) {
+            const tm_layout *s = tm_shard_layout(f, i);
+            json_t *e = json_pack("{s:s, s:I, s:I, s:I, s:I}", "path", tm_shard_path(f, i),
+                                  "n_tensors", (json_int_t)s->n_tensors, "data_start",
+                                  (json_int_t)s->data_start, "data_size", (json_int_t)s->data_size,
+                                  "file_size", (json_int_t)s->file_size);
+            if (!e || json_array_append_new(a, e) != 0)
+                json_decref(a), a = NULL;
+        }
+        bad |= a ? json_object_set_new(o, "shards", a) : 1;
     }
     bad |= json_object_set_new(o, "data_start", cli_json_u64(l->data_start));
     bad |= json_object_set_new(o, "data_size", cli_json_u64(l->data_size));

@@ -21,6 +21,9 @@ const cli_command *const cli_commands[] = {
     &cmd_tokens,
     &cmd_sketch,
     &cmd_compare,
+    &cmd_split,
+    &cmd_merge,
+    &cmd_edit,
     &cmd_export,
     NULL,
 };
@@ -29,7 +32,9 @@ const cli_global_option cli_global_options[] = {
     {"--no-mmap", NULL, true, TM_OPEN_NO_MMAP,
      "read the file into memory instead of mapping it (a file that may change while it is read)"},
     {"--all-shards", NULL, true, TM_OPEN_ALL_SHARDS,
-     "open a sharded safetensors checkpoint whole through any one of its shards"},
+     "open a sharded safetensors checkpoint or split GGUF set whole through any one shard"},
+    {"--one-shard", NULL, true, TM_OPEN_ONE_SHARD,
+     "open one shard of a split GGUF set alone (even the first, which opens the set)"},
     {"--version", NULL, false, 0, "print the version and the instruction set decoding uses"},
     {"--help", "-h", false, 0, "list the commands (tensormap help COMMAND for one command)"},
     {"--man", NULL, false, 0, "print this manual page in roff (man -l <(tensormap --man))"},
@@ -49,7 +54,7 @@ static void usage(FILE *out)
     fprintf(out, "usage: tensormap [options] COMMAND [command options] FILE ...\n\ncommands:\n");
     for (const cli_command *const *c = cli_commands; *c; c++)
         fprintf(out, "  %-10s %s\n", (*c)->name, (*c)->summary);
-    fprintf(out, "\noptions (--no-mmap and --all-shards also after the command):\n");
+    fprintf(out, "\noptions (--no-mmap, --all-shards and --one-shard also after the command):\n");
     for (const cli_global_option *o = cli_global_options; o->name; o++) {
         char names[32];
         snprintf(names, sizeof names, "%s%s%s", o->short_name ? o->short_name : "",
@@ -58,7 +63,9 @@ static void usage(FILE *out)
     }
     fprintf(out, "\nFILE is a path, - for standard input, or ollama:NAME[:TAG]. A safetensors\n"
                  "checkpoint in shards opens through its model.safetensors.index.json, or through\n"
-                 "any one shard with --all-shards.\n"
+                 "any one shard with --all-shards. A split GGUF set (NAME-00001-of-00003.gguf ...)\n"
+                 "opens as one model through its first shard, or any shard with --all-shards;\n"
+                 "--one-shard opens a shard alone.\n"
                  "`tensormap help COMMAND` or `tensormap COMMAND --help` for a command's options.\n");
 }
 
@@ -124,6 +131,10 @@ int main(int argc, char **argv)
                        near ? near : "", near ? "?)" : "");
             return CLI_USAGE;
         }
+    }
+    if ((cli_open_flags & TM_OPEN_ALL_SHARDS) && (cli_open_flags & TM_OPEN_ONE_SHARD)) {
+        cli_errorf("--all-shards and --one-shard contradict each other");
+        return CLI_USAGE;
     }
     if (i >= argc) {
         cli_errorf("no command given");
