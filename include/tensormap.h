@@ -196,6 +196,11 @@ enum tm_open_flags {
 #define TM_MAX_DIMS 4u
 #define TM_DEFAULT_ALIGNMENT 32u
 #define TM_SAFETENSORS_MAX_HEADER (100u * 1000u * 1000u)
+/* A stream (a pipe, standard input, a device, a file of unknown size such as procfs's) is read
+ * into memory: its first 16 bytes must look like a model, and it may hold at most this many
+ * bytes (TM_LIMIT beyond), unless the environment variable TM_STREAM_LIMIT says otherwise
+ * (bytes, or with a K, M or G suffix for 2^10, 2^20, 2^30). */
+#define TM_DEFAULT_STREAM_LIMIT (64ull << 30)
 
 /* Open a GGUF file, a safetensors file or a model.safetensors.index.json, recognised by their
  * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). On success *out is a new

@@ -33,6 +33,9 @@ typedef struct tm__map {
 enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3 };
 
 tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err);
+/* file.c: whether the first n bytes could start a model this library reads (GGUF, safetensors,
+ * an index): the stream reader stops on a false. */
+bool tm__looks_like_model(const uint8_t *p, uint64_t n);
 void tm__map_close(tm__map *m);
 
 /* ---- the bounds-checked cursor every parser reads through ---- */

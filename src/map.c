@@ -14,14 +14,41 @@ static tm_status io_fail(tm_error *err, const char *what, int errnum)
                     TM_NO_OFFSET, "%s: %s", what, strerror(errnum));
 }
 
-/* A pipe, a terminal or /dev/stdin has no size to trust: read until EOF, doubling the buffer. */
+/* The most a stream is read into memory: TM_STREAM_LIMIT bytes (decimal, with an optional K, M
+ * or G for 2^10, 2^20, 2^30), else TM_DEFAULT_STREAM_LIMIT. */
+static uint64_t stream_limit(void)
+{
+    const char *e = getenv("TM_STREAM_LIMIT");
+    char *end;
+    if (!e || !*e)
+        return TM_DEFAULT_STREAM_LIMIT;
+    unsigned long long v = strtoull(e, &end, 10);
+    unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (end == e || (shift && end[1]) || (!shift && *end) || v > (UINT64_MAX >> shift))
+        return TM_DEFAULT_STREAM_LIMIT; /* not a number: the default, not "no limit" */
+    return (uint64_t)v << shift;
+}
+
+/* Enough of the first bytes to tell a model from anything else (file.c's recognisers). */
+#define SNIFF_BYTES 16u
+
+/* A pipe, a character device, a FIFO or a file whose size the kernel does not know (procfs) is
+ * read until EOF, doubling the buffer. Its first bytes are looked at before the rest is read:
+ * /dev/zero or a log file is refused at once by the caller (from those bytes), not read to the
+ * end of memory. The whole read is capped by stream_limit(). */
 static tm_status read_stream(int fd, uint8_t **out, uint64_t *size, tm_error *err)
 {
     size_t cap = 1u << 16, len = 0;
+    const uint64_t limit = stream_limit();
     uint8_t *buf = malloc(cap);
     if (!buf)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory reading the input");
-    for (;;) {
+    for (bool sniffed = false;;) {
+        if (!sniffed && len >= SNIFF_BYTES) {
+            sniffed = true;
+            if (!tm__looks_like_model(buf, len))
+                break; /* the caller names what it found in these bytes */
+        }
         if (len == cap) {
             uint8_t *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
             if (!grown) {
@@ -32,7 +59,9 @@ static tm_status read_stream(int fd, uint8_t **out, uint64_t *size, tm_error *er
             buf = grown;
             cap *= 2;
         }
-        ssize_t n = read(fd, buf + len, cap - len);
+        /* a few bytes at first, so that the sniff does not wait for a whole buffer */
+        size_t want = len < SNIFF_BYTES ? SNIFF_BYTES - len : cap - len;
+        ssize_t n = read(fd, buf + len, want);
         if (n == 0)
             break;
         if (n < 0) {
@@ -43,6 +72,12 @@ static tm_status read_stream(int fd, uint8_t **out, uint64_t *size, tm_error *er
             return io_fail(err, "read failed", e);
         }
         len += (size_t)n;
+        if (len > limit) {
+            free(buf);
+            return tm__fail(err, TM_LIMIT, limit,
+                            "the input is a stream longer than the limit of %llu bytes (set "
+                            "TM_STREAM_LIMIT to read more)", (unsigned long long)limit);
+        }
     }
     *out = buf;
     *size = len;
@@ -99,11 +134,11 @@ tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *e
         st = io_fail(err, "cannot stat", errno);
     } else if (S_ISDIR(sb.st_mode)) {
         st = tm__fail(err, TM_IO, TM_NO_OFFSET, "is a directory, not a model file");
-    } else if (!S_ISREG(sb.st_mode)) {
+    } else if (!S_ISREG(sb.st_mode) || sb.st_size == 0) {
+        /* A size of 0 may be procfs not knowing it (/proc/self/environ): read what is there.
+         * A really empty file reads as nothing and is refused by the caller as empty. */
         st = read_stream(fd, &heap, &m->size, err);
-    } else if ((flags & TM_OPEN_NO_MMAP) || sb.st_size == 0) {
-        /* mmap of length 0 fails with EINVAL: an empty file is read (as nothing) and refused
-         * by the caller as too short, with a message that says so. */
+    } else if (flags & TM_OPEN_NO_MMAP) {
         m->size = (uint64_t)sb.st_size;
         st = read_file(fd, m->size, &heap, err);
     } else {

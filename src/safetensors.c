@@ -343,6 +343,11 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
     if (m->size < 8)
         return tm__fail(err, TM_TRUNCATED, 0, "%sthe file is %llu bytes; a safetensors file "
                         "starts with an 8-byte header length", what, (unsigned long long)m->size);
+    /* A shard is named by an index, and may be a link to any file at all (/etc/passwd): its
+     * first bytes are not quoted, not even as a header length, unless they start a header. */
+    if (what[0] && !looks_like_file(m->base, m->size))
+        return tm__fail(err, TM_NOT_MODEL, 0, "%snot a safetensors file (no header length "
+                        "followed by '{')", what);
     uint64_t n = tm__load_le(m->base, 8);
     if (n > TM_SAFETENSORS_MAX_HEADER)
         return tm__fail(err, TM_LIMIT, 0, "%sheader length %llu at byte 0 is over the format's "

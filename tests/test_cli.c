@@ -137,6 +137,33 @@ Test(cli, check_reports_bytes_after_the_last_tensor)
     json_decref(j);
 }
 
+/* After the last tensor, zeros up to the alignment are padding; anything else there is not,
+ * and is counted as bytes after the last tensor. */
+Test(cli, check_calls_non_zero_bytes_after_the_last_tensor_what_they_are)
+{
+    const uint64_t ne[1] = {4}; /* 16 bytes, then 16 up to the alignment of 32 */
+    for (int dirty = 0; dirty < 2; dirty++) {
+        const char *path = test_path(dirty ? "dirty.gguf" : "clean.gguf");
+        tm_writer *w;
+        tm_error err;
+        ok(tm_writer_new(&w, &err), &err);
+        ok(tm_writer_tensor(w, "a", TM_TYPE_F32, 1, ne, NULL, &err), &err);
+        ok(tm_writer_set_data_size(w, 32, &err), &err);
+        ok(tm_writer_finish(w, path, &err), &err);
+        if (dirty) {
+            FILE *f = fopen(path, "r+b");
+            cr_assert_not_null(f);
+            cr_assert_eq(fseek(f, (long)file_size(path) - 3, SEEK_SET), 0);
+            cr_assert_eq(fputc(0xab, f), 0xab);
+            cr_assert_eq(fclose(f), 0);
+        }
+        json_t *j = tool_json(dirty, "check", "--json", path, NULL);
+        cr_expect_eq(json_u64(j, "after_bytes"), dirty ? 16 : 0, "%s", path);
+        cr_expect_eq(json_u64(j, "alignment_padding"), dirty ? 0 : 16, "%s", path);
+        json_decref(j);
+    }
+}
+
 Test(cli, check_calls_a_refused_file_inconsistent)
 {
     const char *path = test_path("ggml.bin");

@@ -70,9 +70,11 @@ static int by_type(const void *x, const void *y)
     return (a->type > b->type) - (a->type < b->type);
 }
 
-/* The bytes of a shard's data after its last tensor (which ends at end; none: 0): the alignment
- * padding ggml writes after it, then anything else. */
-static void add_tail(account *a, uint64_t data_size, uint64_t end, uint64_t align)
+/* The bytes of a shard's data after its last tensor (which ends at end, at address at; none: 0
+ * and NULL): the alignment padding ggml writes after it, then anything else. Padding is zeros:
+ * bytes there that are not are data nobody described, and counted with what follows. */
+static void add_tail(account *a, uint64_t data_size, uint64_t end, const uint8_t *at,
+                     uint64_t align)
 {
     uint64_t padded = end;
     if (end > 0 && !cli_align_up(end, align, &padded))
@@ -80,9 +82,21 @@ static void add_tail(account *a, uint64_t data_size, uint64_t end, uint64_t alig
     if (data_size > end) {
         uint64_t tail = data_size - end;
         uint64_t pad = padded - end < tail ? padded - end : tail;
+        for (uint64_t i = 0; at && i < pad; i++)
+            if (at[i] != 0) {
+                pad = 0;
+                break;
+            }
         a->align_padding += pad;
         a->after_bytes += tail - pad;
     }
+}
+
+/* Where tensor i's bytes end in the mapping (NULL for none). */
+static const uint8_t *end_of(const tm_file *f, uint64_t i)
+{
+    const tm_tensor *t = i == UINT64_MAX ? NULL : tm_tensor_at(f, i);
+    return t && t->data ? (const uint8_t *)t->data + t->n_bytes : NULL;
 }
 
 /* Walk the tensors in offset order (shard by shard for a sharded checkpoint), comparing each
@@ -103,7 +117,7 @@ static bool add_up(const tm_file *f, account *a)
     for (uint64_t k = 0; k < n; k++) {
         const tm_tensor *t = tm_tensor_at(f, order[k]);
         for (; shard < t->shard; shard++, prev_end = 0, prev = UINT64_MAX)
-            add_tail(a, tm_shard_layout(f, shard)->data_size, prev_end, align);
+            add_tail(a, tm_shard_layout(f, shard)->data_size, prev_end, end_of(f, prev), align);
         uint64_t data_size = tm_shard_layout(f, shard)->data_size;
         add_type(a, t);
         a->tensor_bytes += t->n_bytes;
@@ -138,8 +152,8 @@ static bool add_up(const tm_file *f, account *a)
             prev = order[k];
         }
     }
-    for (; shard < (l->n_shards ? l->n_shards : 1); shard++, prev_end = 0)
-        add_tail(a, tm_shard_layout(f, shard)->data_size, prev_end, align);
+    for (; shard < (l->n_shards ? l->n_shards : 1); shard++, prev_end = 0, prev = UINT64_MAX)
+        add_tail(a, tm_shard_layout(f, shard)->data_size, prev_end, end_of(f, prev), align);
     qsort(a->types, a->n_types, sizeof a->types[0], by_type);
     a->ok = a->n_findings == 0 && a->after_bytes == 0 && a->gap_bytes == 0 &&
             l->data_start + l->data_size == l->file_size;

@@ -17,7 +17,9 @@ static const char help[] =
     "metadata (in order, with the same types) and tensor infos (names, types, shapes, offsets),\n"
     "then a data section of the declared data_size, left as a hole in the file (sparse: nothing\n"
     "is written there, and it reads back as zeros). A header dumped with --arrays comes back\n"
-    "byte for byte; without, each array is filled with placeholders (zeros, or strings of '?')\n"
+    "byte for byte up to the end of the tensor infos; the padding after them is written as\n"
+    "zeros, as GGUF writers write it (a file whose padding held other bytes does not keep\n"
+    "them). Without --arrays, each array is filled with placeholders (zeros, or strings of '?')\n"
     "of the same count and byte size, so the header keeps its length and every offset holds.\n"
     "Then the file is opened again and its layout compared with the JSON's.\n";
 
