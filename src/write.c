@@ -370,7 +370,7 @@ tm_status tm_writer_kv_str_array(tm_writer *w, const char *key, const char *cons
 /* What the reader checks about one tensor info (name length, dimensions, type, whole blocks,
  * sizes without overflow), checked before it is written, so that the writer does not produce
  * a file its own reader refuses for a tensor's name, shape or type. (Duplicate names and
- * overlapping explicit offsets are the caller's business: tests write such files on purpose.) */
+ * overlapping explicit offsets are refused by tm_writer_finish, check_whole.) */
 static tm_status check_tensor(const tm_writer *w, const char *name, uint64_t name_len,
                               tm_type type, uint32_t n_dims, const uint64_t *ne,
                               uint64_t *n_bytes, tm_error *err)
@@ -811,6 +811,94 @@ static tm_status verify_written(const tm_writer *w, const char *written, const c
     return st;
 }
 
+/* ---- what the reader refuses across entries, refused before anything is written ---------- */
+
+/* A name in one of the header buffers: where it starts (after its u64 length), how long, and
+ * which entry or tensor it names. */
+typedef struct named {
+    const uint8_t *p;
+    uint64_t len, index;
+} named;
+
+static int by_name(const void *x, const void *y)
+{
+    const named *a = x, *b = y;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    int c = memcmp(a->p, b->p, (size_t)a->len);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+static int by_offset(const void *x, const void *y)
+{
+    const wtensor *a = *(const wtensor *const *)x, *b = *(const wtensor *const *)y;
+    return (a->offset > b->offset) - (a->offset < b->offset);
+}
+
+/* Two of n names alike: TM_DUPLICATE naming both indices. */
+static tm_status no_duplicates(named *v, uint64_t n, const char *what, tm_error *err)
+{
+    qsort(v, (size_t)n, sizeof *v, by_name);
+    for (uint64_t i = 1; i < n; i++)
+        if (v[i].len == v[i - 1].len && memcmp(v[i].p, v[i - 1].p, (size_t)v[i].len) == 0) {
+            char q[96];
+            tm__quote(q, sizeof q, (const char *)v[i].p, v[i].len);
+            return tm__fail(err, TM_DUPLICATE, TM_NO_OFFSET, "%s %llu and %llu are both named %s",
+                            what, (unsigned long long)v[i - 1].index,
+                            (unsigned long long)v[i].index, q);
+        }
+    return TM_OK;
+}
+
+/* Duplicate keys or tensor names, overlapping tensors, and a general.alignment that is not a
+ * u32 equal to the alignment the data is laid out with: the reader refuses each, so the writer
+ * does, before a file exists. */
+static tm_status check_whole(const tm_writer *w, tm_error *err)
+{
+    uint64_t most = w->n_kv > w->n_tensors ? w->n_kv : w->n_tensors;
+    named *v = malloc((size_t)(most ? most : 1) * sizeof *v);
+    const wtensor **t = malloc((size_t)(w->n_tensors ? w->n_tensors : 1) * sizeof *t);
+    tm_status st = v && t ? TM_OK : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+    for (uint64_t i = 0; st == TM_OK && i < w->n_kv; i++) {
+        const uint8_t *k = w->kv.p + w->kv_at[i];
+        v[i] = (named){k + 8, tm__load_le(k, 8), i};
+        if (v[i].len == 17 && memcmp(v[i].p, "general.alignment", 17) == 0 &&
+            (tm__load_le(k + 8 + 17, 4) != TM_V_U32 ||
+             tm__load_le(k + 8 + 17 + 4, 4) != w->alignment))
+            st = tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
+                          "metadata entry %llu: general.alignment must be a u32 holding the "
+                          "writer's alignment, %u (tm_writer_set_alignment)",
+                          (unsigned long long)i, w->alignment);
+    }
+    if (st == TM_OK)
+        st = no_duplicates(v, w->n_kv, "metadata entries", err);
+    /* the infos: u64 name length, name, u32 n_dims, n_dims u64, u32 type, u64 offset */
+    const uint8_t *p = w->info.p;
+    for (uint64_t i = 0; st == TM_OK && i < w->n_tensors; i++) {
+        uint64_t len = tm__load_le(p, 8);
+        v[i] = (named){p + 8, len, i};
+        p += 8 + len;
+        p += 4 + 8 * tm__load_le(p, 4) + 4 + 8;
+        t[i] = &w->tensors[i];
+    }
+    if (st == TM_OK)
+        st = no_duplicates(v, w->n_tensors, "tensors", err);
+    if (st == TM_OK)
+        qsort(t, (size_t)w->n_tensors, sizeof *t, by_offset);
+    for (uint64_t i = 1; st == TM_OK && i < w->n_tensors; i++)
+        if (t[i - 1]->offset + t[i - 1]->n_bytes > t[i]->offset)
+            st = tm__fail(err, TM_LAYOUT, TM_NO_OFFSET,
+                          "tensors %llu and %llu overlap: data bytes %llu to %llu and from %llu",
+                          (unsigned long long)(t[i - 1] - w->tensors),
+                          (unsigned long long)(t[i] - w->tensors),
+                          (unsigned long long)t[i - 1]->offset,
+                          (unsigned long long)(t[i - 1]->offset + t[i - 1]->n_bytes),
+                          (unsigned long long)t[i]->offset);
+    free(v);
+    free(t);
+    return st;
+}
+
 tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
 {
     if (!w)
@@ -819,6 +907,8 @@ tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
     tm_outfile *o = NULL;
     if (!path) {
         st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_finish: the path is NULL");
+    } else if ((st = check_whole(w, err)) != TM_OK) {
+        /* nothing written */
     } else if ((st = tm_outfile_open(&o, path, err)) == TM_OK) {
         /* A half-written file would open as a damaged model later: it stays a temporary file,
          * removed on failure, and whatever path named is untouched. */

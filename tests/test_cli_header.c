@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 TestSuite(cli_header, .fini = test_cleanup);
@@ -162,6 +163,50 @@ Test(cli_header, write_refuses_a_bad_header_naming_the_entry)
     cr_assert_eq(r.status, 1);
     cr_assert(strstr(r.err, "kv 0 ('a')") && strstr(r.err, "not a u8"), "%s", r.err);
     tool_result_free(&r);
+}
+
+/* write --from-header: JSON that ends on the given values must be refused, naming them, and
+ * no file written. */
+static void expect_write_refused(const char *text, const char *words)
+{
+    const char *json = test_path("bad.json"), *out = test_path("refused.gguf");
+    write_text(json, text);
+    tool_result r = tool_run("write", "--from-header", json, out, NULL);
+    cr_expect_eq(r.status, 1, "%s: exit %d, %s", text, r.status, r.err);
+    cr_expect_not_null(strstr(r.err, words), "%s: stderr lacks \"%s\": %s", text, words, r.err);
+    cr_expect_neq(access(out, F_OK), 0, "%s: %s was written", text, out);
+    tool_result_free(&r);
+}
+
+/* A value that does not fit its field is refused, not truncated: a version of 2^32 + 3 (which
+ * truncates to 3), a NaN payload of 65 bits (which saturates to 2^64 - 1), a "NaN" whose bits
+ * are 1.0. */
+Test(cli_header, write_refuses_values_that_do_not_fit_their_field)
+{
+    expect_write_refused("{\"version\": 4294967299, \"data_size\": 0, \"kv\": [], "
+                         "\"tensors\": []}",
+                         "\"version\" is not a u32");
+    expect_write_refused("{\"data_size\": 0, \"kv\": [{\"key\": \"a\", \"type\": \"f64\", "
+                         "\"value\": \"nan:0x1ffffffffffffffff\"}], \"tensors\": []}",
+                         "not an f64");
+    expect_write_refused("{\"data_size\": 0, \"kv\": [{\"key\": \"a\", \"type\": \"f64\", "
+                         "\"value\": \"nan:0x3ff0000000000000\"}], \"tensors\": []}",
+                         "not an f64");
+    expect_write_refused("{\"data_size\": 0, \"kv\": [{\"key\": \"a\", \"type\": \"f32\", "
+                         "\"value\": \"nan:0x7f800000\"}], \"tensors\": []}",
+                         "not an f32");
+}
+
+/* The cap on placeholder arrays is on all of them together: two arrays of 600 MiB, each under
+ * the 1 GiB cap, are refused at the second (before, 1.2 GB were allocated and written). */
+Test(cli_header, write_caps_placeholder_arrays_in_total)
+{
+    expect_write_refused("{\"data_size\": 0, \"kv\": ["
+                         "{\"key\": \"a\", \"type\": \"arr\", \"element_type\": \"u8\", "
+                         "\"count\": 629145600}, "
+                         "{\"key\": \"b\", \"type\": \"arr\", \"element_type\": \"u8\", "
+                         "\"count\": 629145600}], \"tensors\": []}",
+                         "kv 1 ('b'): 1258291200 bytes of placeholder arrays in all");
 }
 
 Test(cli_header, tokens_are_printed_escaped)

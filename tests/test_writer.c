@@ -709,3 +709,50 @@ Test(writer, messages_quote_keys_and_names_escaped)
     }
     tm_writer_free(w);
 }
+
+/* What the reader refuses across entries the writer refuses too, at finish and before any file
+ * exists: duplicate keys, duplicate tensor names, overlapping tensors, a general.alignment that
+ * is not the u32 the data is laid out with. */
+Test(writer, refuses_what_the_reader_would_refuse_and_writes_nothing)
+{
+    const char *path = tmp_path("refused");
+    const uint64_t ne[1] = {8};
+    const uint32_t a32 = 32, a64 = 64;
+    const uint64_t a32_u64 = 32;
+    for (int c = 0; c < 5; c++) {
+        tm_writer *w = new_writer();
+        tm_error err = {0};
+        tm_status want = TM_BAD_VALUE;
+        const char *words = "general.alignment";
+        if (c == 0) {
+            OK(tm_writer_kv_str(w, "k", "a", 1, &e_));
+            OK(tm_writer_kv_str(w, "k", "b", 1, &e_));
+            want = TM_DUPLICATE;
+            words = "metadata entries 0 and 1 are both named 'k'";
+        } else if (c == 1) {
+            OK(tm_writer_tensor(w, "t", TM_TYPE_F32, 1, ne, NULL, &e_));
+            OK(tm_writer_tensor(w, "t", TM_TYPE_F32, 1, ne, NULL, &e_));
+            want = TM_DUPLICATE;
+            words = "tensors 0 and 1 are both named 't'";
+        } else if (c == 2) {
+            OK(tm_writer_tensor_at(w, "a", TM_TYPE_F32, 1, ne, 0, NULL, &e_));
+            OK(tm_writer_tensor_at(w, "b", TM_TYPE_F32, 1, ne, 64, NULL, &e_));
+            OK(tm_writer_tensor_at(w, "c", TM_TYPE_F32, 1, ne, 32, NULL, &e_)); /* 32..64: fits */
+            OK(tm_writer_tensor_at(w, "d", TM_TYPE_F32, 1, ne, 0, NULL, &e_));  /* on a */
+            want = TM_LAYOUT;
+            words = "overlap";
+        } else if (c == 3) {
+            OK(tm_writer_kv_scalar(w, "general.alignment", TM_V_U32, &a64, &e_)); /* writer: 32 */
+        } else {
+            OK(tm_writer_kv_scalar(w, "general.alignment", TM_V_U64, &a32_u64, &e_));
+        }
+        cr_expect_eq(tm_writer_finish(w, path, &err), want, "case %d: %s", c, err.message);
+        cr_expect(strstr(err.message, words), "case %d: %s", c, err.message);
+        cr_expect_neq(access(path, F_OK), 0, "case %d: a file was written", c);
+    }
+    /* the same alignment declared as the u32 it is: written */
+    tm_writer *w = new_writer();
+    OK(tm_writer_kv_scalar(w, "general.alignment", TM_V_U32, &a32, &e_));
+    finish(w, path);
+    unlink(path);
+}

@@ -3,6 +3,8 @@
  * 45 KB header then stands in for a multi-gigabyte model in tests and arithmetic. */
 #include "cli_util.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -23,12 +25,14 @@ static const char help[] =
     "of the same count and byte size, so the header keeps its length and every offset holds.\n"
     "Then the file is opened again and its layout compared with the JSON's.\n";
 
-/* Arrays written as placeholders are bounded: the JSON is input like any other. */
+/* Arrays written as placeholders are bounded, all of them together: the JSON is input like any
+ * other, and a few bytes of it must not stand for gigabytes of memory and disk. */
 #define MAX_PLACEHOLDER_BYTES (1ull << 30)
 
 typedef struct ctx {
     const char *json_path;
     char where[320];
+    uint64_t placeholder_bytes; /* so far, against MAX_PLACEHOLDER_BYTES */
 } ctx;
 
 __attribute__((format(printf, 2, 3))) static bool fail(const ctx *c, const char *fmt, ...)
@@ -40,6 +44,18 @@ __attribute__((format(printf, 2, 3))) static bool fail(const ctx *c, const char 
     va_end(ap);
     cli_errorf("%s: %s%s%s", c->json_path, c->where, c->where[0] ? ": " : "", msg);
     return false;
+}
+
+/* Count bytes of placeholders against the total; false (with a message) past it. */
+static bool take_placeholders(ctx *c, uint64_t bytes)
+{
+    if (bytes > MAX_PLACEHOLDER_BYTES - c->placeholder_bytes)
+        return fail(c, "%llu bytes of placeholder arrays in all is more than this tool writes "
+                    "(at most %llu; dump the header with --arrays)",
+                    (unsigned long long)c->placeholder_bytes + (unsigned long long)bytes,
+                    MAX_PLACEHOLDER_BYTES);
+    c->placeholder_bytes += bytes;
+    return true;
 }
 
 static bool vtype_of(const char *name, tm_vtype *out)
@@ -69,11 +85,16 @@ static bool float_of(const json_t *j, bool is_f32, double *d, uint64_t *bits, bo
         return true;
     }
     char *end;
-    if (strncmp(s, "nan:0x", 6) != 0)
+    if (strncmp(s, "nan:0x", 6) != 0 || !isxdigit((unsigned char)s[6]))
         return false;
+    errno = 0;
     *bits = strtoull(s + 6, &end, 16);
     *raw = true;
-    return *end == '\0' && (!is_f32 || *bits <= UINT32_MAX);
+    /* the bits must fit the field (no 65-bit payload saturated to 2^64-1) and be a NaN */
+    const uint64_t exp = is_f32 ? 0x7f800000u : 0x7ff0000000000000u;
+    const uint64_t frac = is_f32 ? 0x007fffffu : 0x000fffffffffffffu;
+    return *end == '\0' && errno != ERANGE && (!is_f32 || *bits <= UINT32_MAX) &&
+           (*bits & exp) == exp && (*bits & frac) != 0;
 }
 
 /* One fixed-size value of type t from JSON into out (native endianness, tm_vtype_size bytes). */
@@ -151,7 +172,7 @@ static bool scalar_of(const ctx *c, tm_vtype t, const json_t *j, void *out)
     }
 }
 
-static bool string_array(tm_writer *w, const ctx *c, const char *key, const json_t *kv,
+static bool string_array(tm_writer *w, ctx *c, const char *key, const json_t *kv,
                          uint64_t count, tm_error *err)
 {
     const json_t *values = json_object_get(kv, "values");
@@ -166,6 +187,8 @@ static bool string_array(tm_writer *w, const ctx *c, const char *key, const json
         return fail(c, "\"values\" is not an array of %" PRIu64 " strings", count);
     if (!values && count == 0 && bytes != 0)
         return fail(c, "an empty string array has 0 bytes, not %" PRIu64, bytes);
+    if (!values && !take_placeholders(c, bytes))
+        return false;
     char **strs = calloc((size_t)(count ? count : 1), sizeof *strs);
     size_t *lens = calloc((size_t)(count ? count : 1), sizeof *lens);
     char *fill = NULL;
@@ -195,7 +218,7 @@ static bool string_array(tm_writer *w, const ctx *c, const char *key, const json
     return ok;
 }
 
-static bool fixed_array(tm_writer *w, const ctx *c, const char *key, const json_t *kv, tm_vtype et,
+static bool fixed_array(tm_writer *w, ctx *c, const char *key, const json_t *kv, tm_vtype et,
                         uint64_t count, tm_error *err)
 {
     const json_t *values = json_object_get(kv, "values");
@@ -204,6 +227,8 @@ static bool fixed_array(tm_writer *w, const ctx *c, const char *key, const json_
         return fail(c, "\"values\" is not an array of %" PRIu64 " elements", count);
     if (count > MAX_PLACEHOLDER_BYTES / size)
         return fail(c, "%" PRIu64 " elements is more than this tool writes", count);
+    if (!values && !take_placeholders(c, count * size))
+        return false;
     uint8_t *buf = calloc((size_t)(count ? count : 1), size);
     if (!buf)
         return fail(c, "out of memory");
@@ -297,8 +322,9 @@ static bool build(tm_writer *w, ctx *c, const json_t *h, uint64_t *data_size, tm
         return fail(c, "not a JSON object");
     if (format && strcmp(format, "gguf") != 0)
         return fail(c, "a %s header cannot be written as GGUF", format);
-    if (json_object_get(h, "version") && !cli_json_get_u64(json_object_get(h, "version"), &version))
-        return fail(c, "\"version\" is not a number");
+    if (json_object_get(h, "version") &&
+        (!cli_json_get_u64(json_object_get(h, "version"), &version) || version > UINT32_MAX))
+        return fail(c, "\"version\" is not a u32");
     if (json_object_get(h, "alignment") &&
         (!cli_json_get_u64(json_object_get(h, "alignment"), &alignment) || alignment > UINT32_MAX))
         return fail(c, "\"alignment\" is not a u32");
