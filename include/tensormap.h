@@ -587,7 +587,11 @@ TM_API tm_status tm_writer_set_progress(tm_writer *w, tm_writer_progress fn, voi
 /* Write the file and free the writer (also on failure). The file is written through
  * tm_outfile (below): an existing file at path is replaced only when the whole new file is
  * written and synced, and is left exactly as it was on any failure; no partial file is left.
- * A character device or FIFO at path is written directly and never removed. */
+ * A character device or FIFO at path is written directly and never removed.
+ * Before anything is written, what the reader would refuse across entries is refused:
+ * TM_DUPLICATE for two keys or two tensor names alike, TM_LAYOUT for overlapping tensors,
+ * TM_BAD_VALUE for a general.alignment that is not a u32 equal to the writer's alignment.
+ * Also TM_IO (with the system's reason), TM_LIMIT (a file too big), TM_NOMEM. */
 TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err);
 
 /* ---------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
  * golden files: no run may end on a signal, a sanitizer report or an exit status other than
  * 0, 1 or 2. The commands come from `tensormap --help` (the command table), their flags and
  * arguments from `tensormap help NAME` (the same table's help texts), so a command or a flag
- * added later is run here without this file changing. Each run gets its own directory, as its
+ * added later is run here without this file changing; each also runs with --no-mmap and
+ * --all-shards after its arguments. Each run gets its own directory, as its
  * working directory and for any output path. */
 #include "st_writer.h"
 #include "test_cli.h"
@@ -361,6 +362,15 @@ static void run_command(command_doc *c, const char *model, const char *tensor, c
                     run_one(&x, c->name, args, n);
                 }
             }
+        }
+        /* the options of every command (tensormap --help), after the arguments */
+        static const char *const globals[] = {"--no-mmap", "--all-shards"};
+        for (size_t g = 0; g < sizeof globals / sizeof globals[0]; g++) {
+            fresh_dir(&x, serial);
+            const char *args[MAX_ARGS];
+            int n = usage_args(&x, c, c->usages[u], args);
+            args[n++] = globals[g];
+            run_one(&x, c->name, args, n);
         }
     }
 }
