@@ -108,7 +108,7 @@ $(DEPS_STAMP):
 
 # ---- compile ---------------------------------------------------------------------------------
 
-$(B)/obj/src/%.o: src/%.c $(wildcard src/*.h) include/tensormap.h | $(DEPS_STAMP)
+$(B)/obj/src/%.o: src/%.c $(wildcard src/*.h) include/tensormap.h mk/sources.mk | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(V),,@echo "  CC      $<")
 	$(Q)$(CC) $(LIB_CFLAGS) $(ISA_FLAGS) $(CFLAGS) -c $< -o $@
@@ -142,8 +142,8 @@ $(B)/%: $(B)/obj/tools/%.o $(STATIC)
 	$(Q)$(CC) $(SANLD) -o $@ $< $(STATIC) $(LDFLAGS) $(LIB_LIBS)
 
 # what bench/dequant prints as the library's flags
-BENCH_LIB_FLAGS = $(OPT) -ffp-contract=off $(CFLAGS); avx2 file +$(AVX2_FLAGS); \
-                  avx512 file +$(AVX512_FLAGS)
+BENCH_LIB_FLAGS = $(OPT) -ffp-contract=off $(CFLAGS); scalar file +$(SCALAR_OPT); \
+                  avx2 file +$(AVX2_FLAGS) $(AVX2_OPT); avx512 file +$(AVX512_FLAGS)
 # bench/open writes its model with tools/qwen2_model.h
 $(B)/bench/%: bench/%.c $(STATIC) $(wildcard tools/*.h bench/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

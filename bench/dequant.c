@@ -1,7 +1,7 @@
 /* bench/dequant — how fast each block type decodes on each instruction-set path, every row
  * beside a ceiling measured in the same run, right before it.
  *
- *   dequant [--quick] [--cpu-time] [--type NAME] [--isa NAME]
+ *   dequant [--quick] [--cpu-time] [--type NAME] [--isa NAME] [--size L2|DRAM]
  *
  * The rules it follows (issue 11: a benchmark that cannot flatter):
  * - Inputs are realistic. Quantized types: the golden corpus' TYPE.rows.weight tensors (rows of
@@ -453,19 +453,20 @@ static void header(void)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: dequant [--quick] [--cpu-time] [--type NAME] [--isa NAME]\n"
+    fprintf(out, "usage: dequant [--quick] [--cpu-time] [--type NAME] [--isa NAME] [--size L2|DRAM]\n"
                  "  Decode speed of every block type on every instruction-set path, each row\n"
                  "  beside a ceiling measured in the same run (see the top of bench/dequant.c).\n"
                  "  --quick       64 MiB of input in the DRAM rows (not the rule's 256), fewer calls\n"
                  "  --cpu-time    time single-thread calls by this thread's CPU time (a busy shared\n"
                  "                machine); threaded rows stay wall-clock\n"
                  "  --type NAME   only this type (q4_K, f16, ...)\n"
-                 "  --isa NAME    only this path (scalar, avx2, avx512, neon)\n");
+                 "  --isa NAME    only this path (scalar, avx2, avx512, neon)\n"
+                 "  --size L2|DRAM  only these rows (the threaded rows are DRAM rows)\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *only_type = NULL, *only_isa = NULL;
+    const char *only_type = NULL, *only_isa = NULL, *only_size = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             dram_input_bytes = (size_t)64 << 20;
@@ -477,6 +478,8 @@ int main(int argc, char **argv)
             only_type = argv[++i];
         } else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
             only_isa = argv[++i];
+        } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
+            only_size = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -508,6 +511,8 @@ int main(int argc, char **argv)
             continue;
         const size_t bb = tm_type_block_bytes(type), be = tm_type_block_elems(type);
         for (int dram = 0; dram < 2; dram++) {
+            if (only_size && strcmp(only_size, dram ? "DRAM" : "L2") != 0)
+                continue;
             const size_t w = dram ? (dram_input_bytes + bb - 1) / bb * be : L2_WEIGHTS;
             const size_t in_bytes = w / be * bb, out_bytes = w * sizeof(float);
             uint8_t *in = alloc_or_die(in_bytes);
@@ -556,11 +561,11 @@ int main(int argc, char **argv)
         }
     }
 
-    /* whole tensors on every CPU, best path, against a copy on as many threads */
+    /* whole tensors on every CPU, against a copy on as many threads */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     const unsigned nt = cpus < 1 ? 1u : cpus > 64 ? 64u : (unsigned)cpus;
-    for (unsigned ii = 0; tm_isa_built(ii); ii++) /* the last that runs here: the best */
-        if (tm_isa_available(tm_isa_built(ii)))
+    for (unsigned ii = 0; tm_isa_built(ii); ii++) /* --isa's path, or the last that runs: the best */
+        if ((!only_isa || strcmp(only_isa, tm_isa_built(ii)) == 0) && tm_isa_available(tm_isa_built(ii)))
             tm_set_isa(tm_isa_built(ii), NULL);
     bench_clock = CLOCK_MONOTONIC;
     printf("\nwhole tensor, tm_dequant_tensor on %u threads, %s path, wall clock, DRAM; "
@@ -569,7 +574,8 @@ int main(int argc, char **argv)
     const tm_type mt_types[] = { TM_TYPE_Q4_K, TM_TYPE_Q8_0, TM_TYPE_F16 };
     for (size_t k = 0; k < sizeof mt_types / sizeof mt_types[0]; k++) {
         const tm_type type = mt_types[k];
-        if (only_type && strcmp(only_type, tm_type_name(type)) != 0)
+        if ((only_type && strcmp(only_type, tm_type_name(type)) != 0) ||
+            (only_size && strcmp(only_size, "DRAM") != 0))
             continue;
         const size_t bb = tm_type_block_bytes(type), be = tm_type_block_elems(type);
         const size_t w = (dram_input_bytes + bb - 1) / bb * be, in_bytes = w / be * bb;

@@ -57,8 +57,6 @@ DEQUANT_HALVES(dequant_bf16_avx2, bf16x8)
 
 /* ---- 32-element blocks --------------------------------------------------------------------- */
 
-static __m128i low_nibbles(__m128i x) { return _mm_and_si128(x, _mm_set1_epi8(15)); }
-static __m128i high_nibbles(__m128i x) { return _mm_and_si128(_mm_srli_epi16(x, 4), _mm_set1_epi8(15)); }
 
 /* 8 bytes at p as eight int32 lanes, widened straight from memory */
 static __m256i u8x8(const uint8_t *p)
@@ -113,8 +111,13 @@ static void dequant_q4_1_avx2(const void *src, float *dst, size_t n)
  * it is all ones exactly when that bit is set. */
 static __m256i q5_bytes(const uint8_t *qs, uint32_t qh)
 {
-    const __m128i x = ld128(qs);
-    const __m256i nib = _mm256_set_m128i(high_nibbles(x), low_nibbles(x));
+    /* the 16 bytes in both halves (a load, no shuffle); low nibbles kept in the first half,
+     * high ones in the second, moved down by a 64-bit shift (the bits it brings in from the
+     * next byte are the zeros the mask left) */
+    const __m256i x = _mm256_broadcastsi128_si256(ld128(qs));
+    const __m256i nib = _mm256_srlv_epi64(_mm256_and_si256(x, _mm256_setr_epi64x(0x0f0f0f0f0f0f0f0f, 0x0f0f0f0f0f0f0f0f,
+                                                                                  (long long)0xf0f0f0f0f0f0f0f0, (long long)0xf0f0f0f0f0f0f0f0)),
+                                          _mm256_setr_epi64x(0, 0, 4, 4));
     const __m256i spread = _mm256_shuffle_epi8(
         _mm256_set1_epi32((int)qh),
         _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
@@ -124,7 +127,8 @@ static __m256i q5_bytes(const uint8_t *qs, uint32_t qh)
 }
 
 /* q5_0 and q5_1 decode up to 8 blocks at a time: their values built as bytes into a buffer
- * first, then widened from it (so the widening loads find the bytes already stored). */
+ * first, and their scales converted into a small array, then widened and broadcast from
+ * memory (so the second loop's shuffles are the widenings alone). */
 enum { Q5_RUN = 8 };
 
 /* q5_0: (float)(q - 16) * d; q - 16 formed as a signed byte (exact). */
@@ -132,16 +136,20 @@ static void dequant_q5_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     _Alignas(32) uint8_t q[32 * Q5_RUN];
+    float d[Q5_RUN];
     for (size_t i = 0; i < n; i += Q5_RUN) {
         const size_t run = n - i < Q5_RUN ? n - i : Q5_RUN;
-        for (size_t k = 0; k < run; k++)
+        for (size_t k = 0; k < run; k++) {
+            d[k] = half(b + 22 * k);
             _mm256_store_si256((__m256i *)(void *)(q + 32 * k),
                                _mm256_sub_epi8(q5_bytes(b + 22 * k + 6, tm__rd32(b + 22 * k + 2)), _mm256_set1_epi8(16)));
-        for (size_t k = 0; k < run; k++, b += 22, dst += 32) {
-            const __m256 d = _mm256_set1_ps(half(b));
-            for (int j = 0; j < 4; j++)
-                _mm256_storeu_ps(dst + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(i8x8(q + 32 * k + 8 * j)), d));
         }
+        for (size_t k = 0; k < run; k++, dst += 32) {
+            const __m256 dk = _mm256_broadcast_ss(d + k);
+            for (int j = 0; j < 4; j++)
+                _mm256_storeu_ps(dst + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(i8x8(q + 32 * k + 8 * j)), dk));
+        }
+        b += 22 * run;
     }
 }
 
@@ -150,15 +158,20 @@ static void dequant_q5_1_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     _Alignas(32) uint8_t q[32 * Q5_RUN];
+    float d[Q5_RUN], m[Q5_RUN];
     for (size_t i = 0; i < n; i += Q5_RUN) {
         const size_t run = n - i < Q5_RUN ? n - i : Q5_RUN;
-        for (size_t k = 0; k < run; k++)
+        for (size_t k = 0; k < run; k++) {
+            d[k] = half(b + 24 * k);
+            m[k] = half(b + 24 * k + 2);
             _mm256_store_si256((__m256i *)(void *)(q + 32 * k), q5_bytes(b + 24 * k + 8, tm__rd32(b + 24 * k + 4)));
-        for (size_t k = 0; k < run; k++, b += 24, dst += 32) {
-            const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));
-            for (int j = 0; j < 4; j++)
-                _mm256_storeu_ps(dst + 8 * j, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u8x8(q + 32 * k + 8 * j)), d), m));
         }
+        for (size_t k = 0; k < run; k++, dst += 32) {
+            const __m256 dk = _mm256_broadcast_ss(d + k), mk = _mm256_broadcast_ss(m + k);
+            for (int j = 0; j < 4; j++)
+                _mm256_storeu_ps(dst + 8 * j, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u8x8(q + 32 * k + 8 * j)), dk), mk));
+        }
+        b += 24 * run;
     }
 }
 

@@ -199,17 +199,12 @@ static void dequant_q3_K_avx512(const void *src, float *dst, size_t n)
     }
 }
 
-/* The eight 6-bit scales and eight mins of q4_K/q5_K as 16 bytes (scales then mins), unpacked
- * with ggml's word arithmetic (same values as the scalar kernel's per-group unpacking). */
+/* The eight 6-bit scales and eight mins of q4_K/q5_K as 16 bytes (scales then mins). */
 static __m128i k4_scales_mins(const uint8_t *s12)
 {
-    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-    const uint32_t a0 = tm__rd32(s12), a1 = tm__rd32(s12 + 4), a2 = tm__rd32(s12 + 8);
-    const uint32_t sc_lo = a0 & m6;
-    const uint32_t sc_hi = (a2 & m4) | ((a0 >> 6) & m2) << 4;
-    const uint32_t mn_lo = a1 & m6;
-    const uint32_t mn_hi = ((a2 >> 4) & m4) | ((a1 >> 6) & m2) << 4;
-    return _mm_set_epi32((int)mn_hi, (int)mn_lo, (int)sc_hi, (int)sc_lo);
+    uint32_t w[4];
+    tm__k4_scale_min_words(s12, w);
+    return _mm_loadu_si128((const __m128i *)(const void *)w);
 }
 
 /* D[g] = d * sc[g] in lanes 0..7 and M[g] = dmin * m[g] in lanes 8..15. */
