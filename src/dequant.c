@@ -12,16 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Outputs are written with ordinary stores at every size. Non-temporal stores (through a 16 KiB
  * L1 tile, for outputs of 32 MiB and more) were measured on the development machine (AMD EPYC
  * VM) and lost: a 256 MiB NT store loop ran at 17 GB/s against 21 GB/s for plain stores, and
  * decoding through the tile fell from 0.8-1.0 to 0.5-0.7 of memcpy bandwidth. */
 
-/* tm_dequant_tensor: threads are capped, and take output in chunks of this size (a multiple of
+/* tm_dequant_tensor: threads (tm__run_workers) take output in chunks of this size (a multiple of
  * every block's output: 4, 128 and 1024 bytes). */
-#define MAX_THREADS 64u
 #define CHUNK_BYTES (256u << 10)
 
 /* ---- the paths, their tables merged, and choosing one --------------------------------------- */
@@ -422,12 +420,6 @@ static void *worker(void *arg)
     }
 }
 
-static unsigned online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1u : (unsigned)n;
-}
-
 /* Blocks [first_block, first_block + n_blocks) of t into out on n_threads threads. */
 static tm_status dequant_threads(const tm_tensor *t, uint64_t first_block, uint64_t n_blocks,
                                  uint32_t be, float *out, unsigned n_threads, tm_error *err)
@@ -440,21 +432,7 @@ static tm_status dequant_threads(const tm_tensor *t, uint64_t first_block, uint6
     s.chunk_blocks = CHUNK_BYTES / sizeof(float) / be;
     atomic_init(&s.next, 0);
 
-    /* no more threads than chunks; the calling thread is one of them; handles on this stack */
-    const uint64_t chunks = (n_blocks + s.chunk_blocks - 1) / s.chunk_blocks;
-    unsigned n = n_threads ? n_threads : online_cpus();
-    if (n > MAX_THREADS)
-        n = MAX_THREADS;
-    if (n > chunks)
-        n = chunks ? (unsigned)chunks : 1u;
-    pthread_t tids[MAX_THREADS];
-    unsigned started = 0;
-    /* a thread that cannot be started is not an error: the others take its chunks */
-    while (started + 1 < n && pthread_create(&tids[started], NULL, worker, &s) == 0)
-        started++;
-    worker(&s);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
+    tm__run_workers(worker, &s, n_threads, (n_blocks + s.chunk_blocks - 1) / s.chunk_blocks);
     return TM_OK;
 }
 

@@ -119,6 +119,10 @@ const tm__type_info *tm__type_get(tm_type type); /* NULL if unknown or removed *
 /* The name of an id ggml removed (4 -> "q4_2"), NULL otherwise. */
 const char *tm__type_removed_name(tm_type type);
 
+/* threads.c: run worker(arg) on n_threads threads (0 = online CPUs), the caller's included, never
+ * more than chunks of them; returns when every worker has returned. */
+void tm__run_workers(void *(*worker)(void *), void *arg, unsigned n_threads, uint64_t chunks);
+
 /* Checked arithmetic (false on overflow). */
 static inline bool tm__mul_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
 static inline bool tm__add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }

@@ -14,14 +14,11 @@
 #include "internal.h"
 #include "matvec.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define MAX_THREADS 64u
 /* tm_matvec: threads take rows in chunks of about this many bytes of W from a shared counter,
  * so a descheduled thread holds back one chunk, not its share */
 #define CHUNK_BYTES (256u << 10)
@@ -271,12 +268,6 @@ static void *worker(void *arg)
     }
 }
 
-static unsigned online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1u : (unsigned)n;
-}
-
 tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
                     unsigned n_threads, tm_error *err)
 {
@@ -289,21 +280,7 @@ tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
     s.chunk_rows = p.row_bytes >= CHUNK_BYTES ? 1 : CHUNK_BYTES / (p.row_bytes ? p.row_bytes : 1);
     atomic_init(&s.next, 0);
 
-    /* no more threads than chunks; the calling thread is one of them */
-    const uint64_t chunks = (rows + s.chunk_rows - 1) / s.chunk_rows;
-    unsigned n = n_threads ? n_threads : online_cpus();
-    if (n > MAX_THREADS)
-        n = MAX_THREADS;
-    if (n > chunks)
-        n = chunks ? (unsigned)chunks : 1u;
-    pthread_t tids[MAX_THREADS];
-    unsigned started = 0;
-    /* a thread that cannot be started is not an error: the others take its rows */
-    while (started + 1 < n && pthread_create(&tids[started], NULL, worker, &s) == 0)
-        started++;
-    worker(&s);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
+    tm__run_workers(worker, &s, n_threads, (rows + s.chunk_rows - 1) / s.chunk_rows);
     free(p.xq);
     return TM_OK;
 }
