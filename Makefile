@@ -157,6 +157,12 @@ $(B)/fail_io.so: tests/shim/fail_io.c
 	$(if $(V),,@echo "  CC      $<")
 	$(Q)$(CC) -shared -fPIC -O1 -o $@ $< -ldl
 
+# An LD_PRELOAD shim under which getaddrinfo knows only localhost and numeric addresses
+# (tests/test_http.c: a host that does not resolve, without asking a resolver).
+$(B)/no_resolve.so: tests/shim/no_resolve.c
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) -shared -fPIC -O1 -o $@ $< -ldl
+
 $(B)/test_tensormap: $(TEST_OBJS) $(STATIC)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(STATIC) $(LDFLAGS) -lcriterion $(TOOL_LIBS)
@@ -179,9 +185,11 @@ export TM_TOOL   = $(abspath $(B)/tensormap)
 export TM_MATVEC = $(abspath $(B)/matvec)
 export TM_CORPUS = $(abspath ../shared/corpus)
 export TM_FAIL_SHIM = $(abspath $(B)/fail_io.so)
+export TM_RESOLVE_SHIM = $(abspath $(B)/no_resolve.so)
+export TM_HTTP_SERVER = $(abspath tests/http_server.py)
 export TM_README = $(abspath README.md)
 
-test: all $(B)/test_tensormap $(B)/fail_io.so check-exports
+test: all $(B)/test_tensormap $(B)/fail_io.so $(B)/no_resolve.so check-exports
 	$(B)/test_tensormap $(TEST_ARGS) $(SAN_GATE)
 	$(PYTEST)
 

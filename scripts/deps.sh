@@ -11,6 +11,8 @@ have_header lz4frame.h            || missing="$missing liblz4-dev"
 have_header jansson.h             || missing="$missing libjansson-dev"
 have_header criterion/criterion.h || missing="$missing libcriterion-dev"
 command -v lz4 >/dev/null 2>&1    || missing="$missing lz4"
+# openssl: the remote-file tests make a self-signed certificate for their HTTPS server
+command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 have_module() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
 have_module numpy                 || missing="$missing python3-numpy"
 have_module pytest                || missing="$missing python3-pytest"

@@ -8,7 +8,7 @@ Listens on 127.0.0.1 on a port the kernel chooses, and writes that port to F (wh
 rename) once listening. With --tls it speaks HTTPS with CERT and KEY. Every request appends a
 JSON line to the log: method, path, host, range, authorization (or null), status and the body
 bytes actually written (a client that hangs up part-way is logged with what reached the socket
-until then). SIGTERM stops it.
+until then). SIGTERM stops it, and so does the death of the process that started it.
 
 Routes (NAME may hold slashes; no component may be "." or ".."):
   /files/NAME          ROOT/NAME with Range: bytes=a-b, a-, -n -> 206 and Content-Range;
@@ -20,7 +20,9 @@ Routes (NAME may hold slashes; no component may be "." or ".."):
   /OWNER/REPO/resolve/REV/FILE
                        302 to /cdn/OWNER/REPO/REV/FILE, as the Hugging Face Hub redirects to
                        its CDN; a REPO starting "private" wants "Authorization: Bearer TOKEN"
-                       (TOKEN: the file ROOT/hf/token) here: none -> 401, another -> 403
+                       (TOKEN: the file ROOT/hf/token) here: none -> 401, another -> 403;
+                       a REPO starting "elsewhere" is redirected to the CDN on the other
+                       loopback name (localhost <-> 127.0.0.1), where the token must not go
   /cdn/OWNER/REPO/REV/FILE
                        ROOT/hf/OWNER/REPO/REV/FILE, served as /files/ serves
   /flaky/NAME          503 the first time NAME is asked for, then as /files/
@@ -162,8 +164,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if head == "redirect" and rest:
             return self.redirect("/files/" + quote(name), body)
         if head == "redirect-host" and rest:
-            host, _, port = (self.headers.get("Host") or "").rpartition(":")
-            other = "localhost" if host == "127.0.0.1" else "127.0.0.1"
+            other, port = self.other_host()
             scheme = "https" if self.server.tls else "http"
             return self.redirect("%s://%s:%s/files/%s" % (scheme, other, port, quote(name)), body)
         if head == "flaky" and rest:
@@ -191,9 +192,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return self.small(403, b"forbidden\n", body)
             if not os.path.isfile(os.path.join(state.root, "hf", owner, repo, rev, file)):
                 return self.not_found(body)
-            return self.redirect("/cdn/%s/%s/%s/%s" % (quote(owner), quote(repo), quote(rev, ""),
-                                                       quote(file)), body)
+            cdn = "/cdn/%s/%s/%s/%s" % (quote(owner), quote(repo), quote(rev, ""), quote(file))
+            if repo.startswith("elsewhere"):  # a CDN on another host: the token must stay
+                cdn = "%s://%s:%s%s" % ("https" if self.server.tls else "http",
+                                        self.other_host()[0], self.other_host()[1], cdn)
+            return self.redirect(cdn, body)
         return self.not_found(body)
+
+    def other_host(self):
+        """The other loopback name than the request's Host, and the port."""
+        host = (self.headers.get("Host") or "").rpartition(":")[0]
+        return ("localhost" if host == "127.0.0.1" else "127.0.0.1", self.server.server_address[1])
 
     def serve(self, path, body, ranges):
         try:
@@ -310,6 +319,15 @@ def main():
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
+    # A test process that dies without stopping its server must not leave it running.
+    parent = os.getppid()
+
+    def watch_parent():
+        while os.getppid() == parent:
+            threading.Event().wait(0.5)
+        stop(None, None)
+
+    threading.Thread(target=watch_parent, daemon=True).start()
     signal.signal(signal.SIGINT, stop)
     tmp = a.port_file + ".tmp"
     with open(tmp, "w") as f:
