@@ -567,6 +567,119 @@ static void json_same_but(json_t *local, json_t *remote)
     free(b);
 }
 
+/* ==== the server itself ============================================================================ */
+
+/* One HTTP/1.0 request to the plain server, the whole answer back (malloc'ed, *len bytes). */
+static char *raw_request(const char *request, size_t *len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)plain.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+    cr_assert_eq(write(fd, request, strlen(request)), (ssize_t)strlen(request));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    for (ssize_t got; (got = read(fd, buf + n, cap - n)) > 0;) {
+        n += (size_t)got;
+        if (n == cap)
+            buf = realloc(buf, (cap *= 2) + 1);
+    }
+    close(fd);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* GET path with an optional Range header: the status, a header's value (if asked), the body. */
+static int raw_get(const char *method, const char *path, const char *range, const char *header,
+                   char *value, size_t value_cap, char **body, size_t *body_len)
+{
+    char req[512];
+    snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n%s%s%s\r\n", method,
+             path, plain.port, range ? "Range: " : "", range ? range : "", range ? "\r\n" : "");
+    size_t n;
+    char *r = raw_request(req, &n);
+    int status = 0;
+    cr_assert_eq(sscanf(r, "HTTP/1.%*d %d", &status), 1, "%.200s", r);
+    char *end = strstr(r, "\r\n\r\n");
+    cr_assert_not_null(end);
+    if (header) {
+        value[0] = '\0';
+        char want[64];
+        snprintf(want, sizeof want, "\r\n%s: ", header);
+        char *h = strstr(r, want);
+        if (h && h < end) {
+            h += strlen(want);
+            snprintf(value, value_cap, "%.*s", (int)(strstr(h, "\r\n") - h), h);
+        }
+    }
+    *body_len = n - (size_t)(end + 4 - r);
+    *body = malloc(*body_len + 1);
+    memcpy(*body, end + 4, *body_len);
+    free(r);
+    return status;
+}
+
+/* The server's ranges, checked against the file here (the tool's tests lean on them). */
+Test(http, the_test_server_answers_ranges_as_rfc_9110_says)
+{
+    const char *path = serve_golden("golden-a.gguf", "golden-a.gguf");
+    size_t size;
+    char *file = read_all(path, &size);
+    cr_assert_eq(size, 293856);
+    static const struct {
+        const char *range;
+        int status;
+        uint64_t first, last; /* the bytes sent */
+    } cases[] = {{NULL, 200, 0, 293855},
+                 {"bytes=10-19", 206, 10, 19},
+                 {"bytes=293850-", 206, 293850, 293855},
+                 {"bytes=-100", 206, 293756, 293855},
+                 {"bytes=0-999999999", 206, 0, 293855},
+                 {"bytes=293856-", 416, 0, 0},
+                 {"bytes=9-3", 200, 0, 293855}, /* not a range: ignored */
+                 {"bytes=0-1,5-6", 200, 0, 293855}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char cr[128], *body;
+        size_t n;
+        int st = raw_get("GET", "/files/golden-a.gguf", cases[k].range, "Content-Range", cr,
+                         sizeof cr, &body, &n);
+        const char *what = cases[k].range ? cases[k].range : "no range";
+        cr_assert_eq(st, cases[k].status, "%s: HTTP %d", what, st);
+        if (st == 416) {
+            cr_assert_str_eq(cr, "bytes */293856", "%s", what);
+        } else {
+            const uint64_t len = cases[k].last - cases[k].first + 1;
+            cr_assert_eq(n, len, "%s: %zu bytes", what, n);
+            cr_assert_eq(memcmp(body, file + cases[k].first, n), 0, "%s: other bytes", what);
+            if (st == 206) {
+                char want[128];
+                snprintf(want, sizeof want, "bytes %llu-%llu/293856",
+                         (unsigned long long)cases[k].first, (unsigned long long)cases[k].last);
+                cr_assert_str_eq(cr, want, "%s", what);
+            }
+        }
+        free(body);
+    }
+    /* HEAD: the headers, no body; the ETag stays while the file does */
+    char etag[128], etag2[128], *body;
+    size_t n;
+    cr_assert_eq(raw_get("HEAD", "/files/golden-a.gguf", NULL, "ETag", etag, sizeof etag, &body,
+                         &n), 200);
+    cr_assert_eq(n, 0);
+    cr_assert_neq(etag[0], '\0');
+    free(body);
+    cr_assert_eq(raw_get("GET", "/norange/golden-a.gguf", "bytes=0-9", "ETag", etag2,
+                         sizeof etag2, &body, &n), 200);
+    cr_assert_eq(n, size, "/norange/ sends the whole file");
+    cr_assert_str_eq(etag, etag2);
+    free(body);
+    cr_assert_eq(raw_get("GET", "/files/../golden-a.gguf", NULL, NULL, NULL, 0, &body, &n), 404);
+    free(body);
+    free(file);
+}
+
 /* ==== header-only commands: the transfer bound ==================================================== */
 
 /* info, tensors, meta, check on the 7B-shaped file: at most the header plus one chunk goes
