@@ -67,6 +67,13 @@ LIB_CFLAGS  := $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden -DTM_BUILDING_LIBR
 ALL_CFLAGS  = $(BASE_CFLAGS) $(CFLAGS)
 # What the library needs (and so tensormap.pc's Libs.private), and what the tool adds to it.
 LIB_LIBS    := -ljansson -lpthread -lm
+# Remote files (http://, https://, hf:) need libcurl; CURL=0 builds without it, and URLs are
+# then refused with a message saying so.
+CURL ?= 1
+ifeq ($(CURL),1)
+LIB_CFLAGS  += -DTM_HAVE_CURL
+LIB_LIBS    += -lcurl
+endif
 TOOL_LIBS   := -llz4 $(LIB_LIBS)
 
 Q := $(if $(V),,@)
@@ -222,7 +229,7 @@ check:
 # The library (NEON kernels included) compiled for aarch64 by Debian's cross-compiler with the
 # project's warnings: proof that it builds there. Linked into a static library, never run here.
 cross-arm:
-	$(MAKE) CC=aarch64-linux-gnu-gcc B=build-arm build-arm/libtensormap.a
+	$(MAKE) CC=aarch64-linux-gnu-gcc CURL=0 B=build-arm build-arm/libtensormap.a
 
 # The NEON path run under qemu-aarch64-static (Debian's qemu-user-static): tests/arm/neon_check.c
 # (golden corpus, NEON vs scalar, all halves) over the cross-built library. Criterion, jansson

@@ -203,7 +203,8 @@ enum tm_open_flags {
 #define TM_DEFAULT_STREAM_LIMIT (64ull << 30)
 
 /* Open a GGUF file, a safetensors file or a model.safetensors.index.json, recognised by their
- * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). On success *out is a new
+ * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). path may also be a URL
+ * (see "Remote files" below). On success *out is a new
  * tm_file that the caller releases with tm_close. On failure *out is NULL, err is filled, and
  * nothing is leaked. A flag bit this library does not know is TM_INVALID_ARG.
  *
@@ -218,6 +219,36 @@ enum tm_open_flags {
  * a tensor name in two shards (TM_DUPLICATE). A buffer or standard input opens alone.
  * TM_INVALID_ARG for TM_OPEN_ALL_SHARDS with TM_OPEN_ONE_SHARD. */
 TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err);
+
+/* Remote files. When the library is built with libcurl (tm_remote_supported), tm_open takes
+ * "http://..." and "https://..." URLs and "hf:OWNER/REPO/FILE[@REVISION]", which is
+ * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (HF_ENDPOINT defaults to https://huggingface.co,
+ * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that host when HF_TOKEN is
+ * set. The header is fetched by HTTP range requests and walked with the same checks as a local
+ * file: a first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
+ * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
+ * default 256 MiB: TM_LIMIT beyond). A split GGUF set opens from its first shard's URL and a
+ * safetensors checkpoint from its index's URL, the shards being found beside them.
+ *
+ * A remote file's tensors have data == NULL: their bytes are fetched by tm_tensor_fetch, or
+ * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
+ * (several ranges at once for large reads) and decode each piece as it arrives. Redirects are
+ * followed, TLS is verified (CURL_CA_BUNDLE names a CA file to use instead of the system's),
+ * transient failures (connection errors, HTTP 429 and 5xx) are retried. Errors, with the URL
+ * and the HTTP status in the message:
+ *   TM_NOT_FOUND    HTTP 404 (or 410)
+ *   TM_IO           any other HTTP error (401 and 403 mention HF_TOKEN); DNS, connection, TLS
+ *                   and timeout failures; a server that ignores Range when tensor bytes are
+ *                   asked for (the head is still read, and the rest never downloaded); the file
+ *                   changing on the server between requests (size, ETag or Last-Modified)
+ *   TM_UNSUPPORTED  a URL given to a library built without libcurl
+ * tm_writer_tensor_copy (and so tm_writer_new_from) refuses a remote file's tensors. */
+TM_API bool tm_remote_supported(void);
+/* True when the file (any of its shards) is remote. */
+TM_API bool tm_file_is_remote(const tm_file *file);
+/* What was downloaded for the file so far (every shard): body bytes and HTTP requests. Both 0
+ * for a local file. */
+TM_API void tm_file_fetched(const tm_file *file, uint64_t *bytes, uint64_t *requests);
 
 /* Walk a GGUF or safetensors image already in memory. The buffer is not copied: it must stay
  * valid and unchanged until tm_close. (Used by the fuzzers and by tools that hold a buffer.) */
@@ -254,8 +285,10 @@ typedef struct tm_layout {
 TM_API const tm_layout *tm_file_layout(const tm_file *file);
 
 /* The first bytes of the file as mapped (or read): for tools that show the header as bytes.
- * For a sharded checkpoint, shard 0. */
+ * For a sharded checkpoint, shard 0. tm_file_bytes_size says how many there are: the file's
+ * size, or for a remote file the head fetched (at least the whole header). */
 TM_API const uint8_t *tm_file_bytes(const tm_file *file);
+TM_API uint64_t tm_file_bytes_size(const tm_file *file);
 
 /* Sharded checkpoints: the path of shard i (i < layout.n_shards), NUL-terminated. */
 TM_API const char *tm_shard_path(const tm_file *file, uint32_t shard);
@@ -279,11 +312,13 @@ typedef struct tm_tensor {
     uint64_t n_elements;
     uint64_t offset;        /* from the start of the data section, as in the file */
     uint64_t n_bytes;       /* computed from ne and type, never from the next offset */
-    const void *data;       /* = mapping + data_start + offset: zero-copy */
+    const void *data;       /* = mapping + data_start + offset: zero-copy; NULL for a remote
+                             * file (tm_tensor_fetch) */
     uint64_t info_offset;   /* GGUF: file offset of this tensor's info record; safetensors: of
                              * the header */
     uint64_t info_bytes;    /* GGUF: bytes of the info record */
     uint32_t shard;         /* which shard's mapping data points into (0 unless sharded) */
+    const tm_file *file;    /* the file the tensor belongs to */
 } tm_tensor;
 
 TM_API uint64_t tm_n_tensors(const tm_file *file);
@@ -293,6 +328,12 @@ TM_API const tm_tensor *tm_tensor_at(const tm_file *file, uint64_t i);
 /* Lookup by name in O(1) expected time; NULL when absent. */
 TM_API const tm_tensor *tm_tensor_find(const tm_file *file, const char *name);
 TM_API const tm_tensor *tm_tensor_findn(const tm_file *file, const char *name, size_t len);
+/* Copy bytes [offset, offset + len) of the tensor's data into buf: from the mapping for a local
+ * file, by HTTP range requests for a remote one. TM_INVALID_ARG for a range outside n_bytes;
+ * remote errors as listed under "Remote files". Safe from several threads (a remote file's
+ * requests then take turns). */
+TM_API tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, void *buf,
+                                 tm_error *err);
 /* Rows of the tensor: n_elements / ne[0] (0 when n_elements is 0). */
 TM_API uint64_t tm_tensor_rows(const tm_tensor *t);
 /* The shape in the file's own order for safetensors (PyTorch: slowest first), which is ne[]
@@ -387,7 +428,9 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Dequantization: decode blocks where they lie in the mapping into the caller's float buffer.
- * Nothing is allocated per call. A type without a kernel is TM_UNSUPPORTED naming the type.
+ * Nothing is allocated per call, except for a remote file's tensor: its blocks are fetched
+ * into a buffer of at most 16 MiB, piece by piece, each decoded as it arrives (errors as
+ * tm_tensor_fetch). A type without a kernel is TM_UNSUPPORTED naming the type.
  * ------------------------------------------------------------------------------------------- */
 
 /* Decode n_blocks whole blocks starting at block first_block into out

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Install the Debian packages tensormap builds against, when they are missing.
 # Each is there for one job: liblz4-dev (LZ4 frames for `dump --format lz4`), libjansson-dev
-# (JSON in and out, safetensors headers), libcriterion-dev (the test suite), lz4 (the tests
+# (JSON in and out, safetensors headers), libcurl4-openssl-dev (remote files: HTTP range requests,
+# TLS, redirects, HTTP/2), libcriterion-dev (the test suite), lz4 (the tests
 # decompress dumps with the real lz4 binary), python3-numpy and python3-pytest (the Python
 # package and its tests, for Debian's /usr/bin/python3: the first python3 on PATH may be another).
 set -e
@@ -9,6 +10,7 @@ missing=""
 have_header() { echo "#include <$1>" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
 have_header lz4frame.h            || missing="$missing liblz4-dev"
 have_header jansson.h             || missing="$missing libjansson-dev"
+have_header curl/curl.h           || missing="$missing libcurl4-openssl-dev"
 have_header criterion/criterion.h || missing="$missing libcriterion-dev"
 command -v lz4 >/dev/null 2>&1    || missing="$missing lz4"
 # openssl: the remote-file tests make a self-signed certificate for their HTTPS server

@@ -298,6 +298,24 @@ static tm_status tensor_blocks(const tm_tensor *t, uint64_t *n_blocks, uint32_t 
     return TM_OK;
 }
 
+static tm_status dequant_threads(const tm_tensor *t, uint64_t first_block, uint64_t n_blocks,
+                                 uint32_t be, float *out, unsigned n_threads, tm_error *err);
+
+/* A remote tensor is decoded piece by piece as its bytes arrive (fetch.c), each piece by the
+ * same code as a local tensor's blocks. */
+typedef struct remote_out {
+    float *out;
+    uint32_t block_elems;
+    unsigned n_threads;
+} remote_out;
+
+static tm_status decode_piece(const tm_tensor *piece, uint64_t done, void *ctx, tm_error *err)
+{
+    const remote_out *o = ctx;
+    return dequant_threads(piece, 0, piece->n_elements / o->block_elems, o->block_elems,
+                           o->out + done * o->block_elems, o->n_threads, err);
+}
+
 tm_status tm_dequant_blocks(const tm_tensor *t, uint64_t first_block, uint64_t n_blocks,
                             float *out, tm_error *err)
 {
@@ -313,6 +331,10 @@ tm_status tm_dequant_blocks(const tm_tensor *t, uint64_t first_block, uint64_t n
                         tensor_label(t, label, sizeof label),
                         (unsigned long long)first_block, (unsigned long long)n_blocks,
                         (unsigned long long)total);
+    if (tm__tensor_is_remote(t)) {
+        remote_out o = {out, be, 1};
+        return tm__remote_pieces(t, first_block, n_blocks, 1, decode_piece, &o, err);
+    }
     job j;
     const uint8_t *src = t->data;
     if (src)
@@ -424,6 +446,10 @@ static void *worker(void *arg)
 static tm_status dequant_threads(const tm_tensor *t, uint64_t first_block, uint64_t n_blocks,
                                  uint32_t be, float *out, unsigned n_threads, tm_error *err)
 {
+    if (tm__tensor_is_remote(t)) {
+        remote_out o = {out, be, n_threads};
+        return tm__remote_pieces(t, first_block, n_blocks, 1, decode_piece, &o, err);
+    }
     shared_job s;
     tm_status st = prepare(t, t->type, (const uint8_t *)t->data +
                            first_block * tm_type_block_bytes(t->type), n_blocks, out, &s.whole, err);

@@ -28,7 +28,7 @@ bool tm__looks_like_model(const uint8_t *p, uint64_t n)
 static tm_status parse(tm_file *f, unsigned flags, tm_error *err)
 {
     const uint8_t *p = f->maps[0].base;
-    const uint64_t size = f->maps[0].size;
+    const uint64_t size = f->maps[0].size; /* a remote head holds at least its first 4 KiB */
     if (size == 0)
         return tm__fail(err, TM_TRUNCATED, 0, "the file is empty (0 bytes)");
     tm_status st;
@@ -60,6 +60,8 @@ static tm_status finish_open(tm_file *f, unsigned flags, tm_file **out, tm_error
         tm_close(f);
         return st;
     }
+    for (uint64_t i = 0; i < f->layout.n_tensors; i++)
+        f->tensors[i].file = f;
     *out = f;
     return TM_OK;
 }
@@ -125,7 +127,7 @@ tm_status tm_open_buffer(const void *buf, size_t len, unsigned flags, tm_file **
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;
-    f->maps[0] = (tm__map){.base = buf, .size = len, .kind = TM__MAP_BORROWED};
+    f->maps[0] = (tm__map){.base = buf, .size = len, .avail = len, .kind = TM__MAP_BORROWED};
     return finish_open(f, flags, out, err);
 }
 
@@ -150,6 +152,32 @@ void tm_close(tm_file *f)
 const tm_layout *tm_file_layout(const tm_file *f) { return f ? &f->layout : NULL; }
 
 const uint8_t *tm_file_bytes(const tm_file *f) { return f ? f->maps[0].base : NULL; }
+
+uint64_t tm_file_bytes_size(const tm_file *f) { return f ? f->maps[0].avail : 0; }
+
+bool tm_file_is_remote(const tm_file *f)
+{
+    for (uint32_t i = 0; f && i < f->layout.n_shards; i++)
+        if (f->maps[i].kind == TM__MAP_REMOTE)
+            return true;
+    return false;
+}
+
+void tm_file_fetched(const tm_file *f, uint64_t *bytes, uint64_t *requests)
+{
+    uint64_t b = 0, r = 0;
+    for (uint32_t i = 0; f && i < f->layout.n_shards; i++) {
+        uint64_t mb = 0, mr = 0;
+        if (f->maps[i].kind == TM__MAP_REMOTE)
+            tm__remote_fetched(&f->maps[i], &mb, &mr);
+        b += mb;
+        r += mr;
+    }
+    if (bytes)
+        *bytes = b;
+    if (requests)
+        *requests = r;
+}
 
 uint64_t tm_n_tensors(const tm_file *f) { return f ? f->layout.n_tensors : 0; }
 

@@ -26,6 +26,7 @@ typedef struct walk {
     uint64_t i, n;        /* which entry of how many */
     tm_str name;          /* the entry's key or name once read, else {NULL, 0} */
     tm_str prev;          /* the previous entry's: damage there shows up as a bad next field */
+    uint64_t want;        /* the furthest byte a read that ran out of bytes needed */
 } walk;
 
 #define TRY(expr)                      \
@@ -90,22 +91,36 @@ static const char *field_str(char *buf, size_t cap, field f)
     return buf;
 }
 
+/* A remote file's walk sees only the head fetched so far: note how far a read that ran out of
+ * bytes needed to go, so that walk_image can fetch that much and walk again. */
+static void wants(walk *w, uint64_t from, uint64_t n)
+{
+    uint64_t end;
+    if (!tm__add_u64(from, n, &end))
+        end = UINT64_MAX;
+    if (end > w->want)
+        w->want = end;
+}
+
 /* The failure paths stay out of line: the fast paths below run once per field of the header
  * (300,000 strings in a tokenizer) and are inlined into the walk. */
-__attribute__((cold, noinline)) static tm_status truncated(const walk *w, unsigned n, field f)
+__attribute__((cold, noinline)) static tm_status truncated(walk *w, unsigned n, field f)
 {
     char name[64];
+    wants(w, at(w), n);
     return fail(w, TM_TRUNCATED, at(w),
                 "the file ends at byte %llu, inside the %s at byte %llu (%u bytes)",
                 (ull)(at(w) + left(w)), field_str(name, sizeof name, f), (ull)at(w), n);
 }
 
-__attribute__((cold, noinline)) static tm_status bad_length(const walk *w, field f,
+__attribute__((cold, noinline)) static tm_status bad_length(walk *w, field f,
                                                             uint64_t len_at, uint64_t len,
                                                             uint64_t max)
 {
     char name[64];
     field_str(name, sizeof name, f);
+    if (len <= max)
+        wants(w, len_at + 8, len);
     if (len > max)
         return fail(w, TM_LIMIT, len_at, "%s %llu at byte %llu is over the limit of %llu bytes",
                     name, (ull)len, (ull)len_at, (ull)max);
@@ -164,10 +179,12 @@ static tm_status read_name(walk *w, const char *what, tm_str *out)
 static tm_status walk_values(walk *w, tm_vtype type, uint64_t count, uint64_t count_at)
 {
     if (type == TM_V_STRING) {
-        if (count > left(w) / 8) /* each string is at least its 8-byte length */
+        if (count > left(w) / 8) { /* each string is at least its 8-byte length */
+            wants(w, at(w), count > UINT64_MAX / 8 ? UINT64_MAX : count * 8);
             return fail(w, TM_TRUNCATED, count_at,
                         "%llu strings (count at byte %llu) cannot fit in the %llu bytes left",
                         (ull)count, (ull)count_at, (ull)left(w));
+        }
         for (uint64_t j = 0; j < count; j++) {
             tm_str s;
             TRY(read_str(w, (field){"string", j, false}, TM_MAX_STRING_LEN, &s));
@@ -176,12 +193,14 @@ static tm_status walk_values(walk *w, tm_vtype type, uint64_t count, uint64_t co
     }
     const uint32_t size = tm_vtype_size(type);
     uint64_t n_bytes;
-    if (!tm__mul_u64(count, size, &n_bytes) || n_bytes > left(w))
+    if (!tm__mul_u64(count, size, &n_bytes) || n_bytes > left(w)) {
+        wants(w, at(w), tm__mul_u64(count, size, &n_bytes) ? n_bytes : UINT64_MAX);
         return fail(w, TM_TRUNCATED, count_at,
                     "%llu values of %s (count at byte %llu) need %llu x %u bytes, more than "
                     "the %llu bytes left",
                     (ull)count, tm_vtype_name(type), (ull)count_at, (ull)count, size,
                     (ull)left(w));
+    }
     if (type == TM_V_BOOL) {
         for (uint64_t j = 0; j < n_bytes; j++) {
             const uint8_t b = w->c.p[j];
@@ -524,22 +543,30 @@ static tm_status walk_entries(walk *w, image *img)
     return TM_OK;
 }
 
-/* Walk one mapped GGUF image (shard number shard of its set) into img. */
-static tm_status walk_image(const tm__map *m, uint32_t shard, image *img, tm_error *err)
+/* Walk the bytes of one GGUF image available so far (shard number shard of its set) into img;
+ * *want says how far a read that ran out of them needed to go. */
+static tm_status walk_once(const tm__map *m, uint32_t shard, image *img, uint64_t *want,
+                           tm_error *err)
 {
     tm_layout *L = &img->lay;
-    walk w = {.c = {m->base, m->base, m->base + m->size}, .err = err};
+    walk w = {.c = {m->base, m->base, m->base + m->avail}, .err = err};
     L->format = TM_FORMAT_GGUF;
     L->file_size = m->size;
     L->n_shards = 1;
     L->alignment = TM_DEFAULT_ALIGNMENT;
-    TRY(walk_head(&w, L));
+    tm_status st = walk_head(&w, L);
+    *want = w.want;
+    if (st != TM_OK)
+        return st;
     /* Counts the file cannot back are refused when the walk runs out of file; an entry that
      * breaks sooner in another way (a key length of 2^64-1) names its own field, which says
      * more than the count does. Either way nothing was sized by the count. */
-    tm_status st = walk_entries(&w, img);
-    if (st == TM_TRUNCATED && !counts_fit(L))
+    st = walk_entries(&w, img);
+    *want = w.want;
+    if (st == TM_TRUNCATED && !counts_fit(L)) {
+        *want = 0; /* no more bytes make these counts fit */
         return counts_cannot_fit(err, L);
+    }
     if (st != TM_OK)
         return st;
 
@@ -567,7 +594,8 @@ static tm_status walk_image(const tm__map *m, uint32_t shard, image *img, tm_err
     TRY(check_overlap(&w, img));
     for (uint64_t i = 0; i < L->n_tensors; i++) {
         tm_tensor *t = &img->tensors[i];
-        t->data = m->base + start + t->offset; /* inside the file: check_bounds said so */
+        /* inside the file (check_bounds said so); a remote file's bytes are fetched instead */
+        t->data = m->kind == TM__MAP_REMOTE ? NULL : m->base + start + t->offset;
         t->shard = shard;
         if (t->offset + t->n_bytes > L->tensors_end)
             L->tensors_end = t->offset + t->n_bytes;
@@ -580,6 +608,21 @@ static void image_free(image *img)
     free(img->kvs);
     free(img->tensors);
     memset(img, 0, sizeof *img);
+}
+
+/* Walk one GGUF image into img. A remote file's walk that runs out of the head fetched so far
+ * (and not out of the file) fetches as far as it needed and walks again: the checks are the
+ * same as for a local file, and so are the messages once the whole file is there. */
+static tm_status walk_image(tm__map *m, uint32_t shard, image *img, tm_error *err)
+{
+    for (;;) {
+        uint64_t want = 0;
+        tm_status st = walk_once(m, shard, img, &want, err);
+        if (st != TM_TRUNCATED || want <= m->avail || m->avail >= m->size)
+            return st;
+        image_free(img);
+        TRY(tm__map_need(m, want, err));
+    }
 }
 
 /* ---- split sets --------------------------------------------------------------------------

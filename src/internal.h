@@ -18,21 +18,50 @@ tm_status tm__fail(tm_error *err, tm_status code, uint64_t offset, const char *f
 /* Write s as a printable, quoted, length-bounded excerpt into buf (for names in messages). */
 void tm__quote(char *buf, size_t cap, const char *s, uint64_t len);
 
-/* ---- map.c: one mapping (or a pread copy) of one file ---- */
+/* ---- map.c: where one file's bytes come from ----
+ * A local file is mapped (or read into the heap) whole: avail == size, and any range is a view.
+ * A remote file (http.c) holds only the head fetched so far at base (avail <= size): the walkers
+ * read the head through a cursor that ends at avail and ask for more with tm__map_need; tensor
+ * bytes are read into a caller's buffer with tm__map_read, never viewed. */
+
+typedef struct tm__remote tm__remote;
 
 typedef struct tm__map {
     const uint8_t *base;
-    uint64_t size;
-    int kind;                 /* TM__MAP_MMAP, TM__MAP_HEAP, TM__MAP_BORROWED */
+    uint64_t size;            /* the whole file's size */
+    uint64_t avail;           /* bytes at base: size, except for a remote file's head */
+    int kind;                 /* TM__MAP_MMAP, TM__MAP_HEAP, TM__MAP_BORROWED, TM__MAP_REMOTE */
     char *path;               /* owned, NUL-terminated; NULL for a buffer */
     dev_t dev;                /* a regular file's identity when opened, so that a writer can */
     ino_t ino;                /* tell whether path still names the file mapped */
     struct timespec mtime;
+    tm__remote *remote;       /* TM__MAP_REMOTE: http.c's connection and head */
 } tm__map;
 
-enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3 };
+enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3, TM__MAP_REMOTE = 4 };
 
+/* path may be a local path, "-" (standard input), or a URL (tm__is_url). */
 tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err);
+/* Make at least min(end, size) bytes available at base (a remote file fetches more of its head,
+ * and base may move: nothing may point into it across this call). Free for a local file. */
+tm_status tm__map_need(tm__map *m, uint64_t end, tm_error *err);
+/* Copy bytes [offset, offset + len) of the file into buf (the range must lie inside size). */
+tm_status tm__map_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
+                       tm_error *err);
+
+/* ---- http.c: a remote file (built with libcurl; without it, URLs are refused) ---- */
+
+/* "http://", "https://" or "hf:" */
+bool tm__is_url(const char *path);
+/* Fetch the head of the file at url into m (kind TM__MAP_REMOTE); m->path becomes the URL the
+ * file is known by (hf: resolved), so that shards beside it are found as its siblings. */
+tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err);
+tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err);
+tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
+                          tm_error *err);
+void tm__remote_close(tm__map *m);
+/* Bytes and requests fetched so far for this file. */
+void tm__remote_fetched(const tm__map *m, uint64_t *bytes, uint64_t *requests);
 /* file.c: whether the first n bytes could start a model this library reads (GGUF, safetensors,
  * an index): the stream reader stops on a false. */
 bool tm__looks_like_model(const uint8_t *p, uint64_t n);
@@ -118,6 +147,20 @@ typedef struct tm__type_info {
 const tm__type_info *tm__type_get(tm_type type); /* NULL if unknown or removed */
 /* The name of an id ggml removed (4 -> "q4_2"), NULL otherwise. */
 const char *tm__type_removed_name(tm_type type);
+
+/* ---- fetch.c: a remote tensor's bytes ---- */
+
+/* True when t's bytes are fetched rather than mapped. */
+bool tm__tensor_is_remote(const tm_tensor *t);
+/* Called with each piece of a remote tensor: a tensor of its own whose data is the fetched
+ * bytes of blocks [first + done, first + done + piece->n_bytes / block bytes). */
+typedef tm_status (*tm__piece_fn)(const tm_tensor *piece, uint64_t done, void *ctx,
+                                  tm_error *err);
+/* Fetch blocks [first, first + n) of t (in bounds, n a multiple of granule) in pieces of whole
+ * granules of blocks (a piece has rows of granule blocks) of at most 16 MiB, and call fn on
+ * each as it arrives. */
+tm_status tm__remote_pieces(const tm_tensor *t, uint64_t first, uint64_t n, uint64_t granule,
+                            tm__piece_fn fn, void *ctx, tm_error *err);
 
 /* threads.c: run worker(arg) on n_threads threads (0 = online CPUs), the caller's included, never
  * more than chunks of them; returns when every worker has returned. */

@@ -1,4 +1,5 @@
-/* One file's bytes in memory: mapped once read-only, or read with pread/read into the heap. */
+/* One file's bytes: mapped once read-only, read with pread/read into the heap, or (http.c) a
+ * remote file's head with its tensor bytes fetched on demand. */
 #include "internal.h"
 
 #include <errno.h>
@@ -114,6 +115,8 @@ static tm_status read_file(int fd, uint64_t size, uint8_t **out, tm_error *err)
 tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err)
 {
     memset(m, 0, sizeof *m);
+    if (tm__is_url(path))
+        return tm__remote_open(m, path, err);
     m->path = strdup(path);
     if (!m->path)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
@@ -162,7 +165,32 @@ tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *e
         close(fd); /* the mapping keeps its own reference to the file */
     if (st != TM_OK)
         tm__map_close(m);
+    m->avail = m->size;
     return st;
+}
+
+tm_status tm__map_need(tm__map *m, uint64_t end, tm_error *err)
+{
+    return m->kind == TM__MAP_REMOTE && end > m->avail && m->avail < m->size
+               ? tm__remote_need(m, end, err)
+               : TM_OK;
+}
+
+tm_status tm__map_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
+                       tm_error *err)
+{
+    uint64_t end;
+    if (!tm__add_u64(offset, len, &end) || end > m->size)
+        return tm__fail(err, TM_INVALID_ARG, offset,
+                        "bytes [%llu, +%llu) are outside the %llu-byte file",
+                        (unsigned long long)offset, (unsigned long long)len,
+                        (unsigned long long)m->size);
+    if (end <= m->avail) {
+        if (len)
+            memcpy(buf, m->base + offset, (size_t)len);
+        return TM_OK;
+    }
+    return tm__remote_read(m, offset, len, buf, err);
 }
 
 void tm__map_close(tm__map *m)
@@ -171,6 +199,8 @@ void tm__map_close(tm__map *m)
         munmap((void *)(uintptr_t)m->base, (size_t)m->size);
     else if (m->kind == TM__MAP_HEAP)
         free((void *)(uintptr_t)m->base);
+    else if (m->kind == TM__MAP_REMOTE)
+        tm__remote_close(m); /* frees the head at base */
     free(m->path);
     memset(m, 0, sizeof *m);
 }

@@ -165,7 +165,7 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
                         "%s: %s: rows [%llu, %llu) are not a range inside its %llu rows", fn,
                         label(t, what, sizeof what), (unsigned long long)r0,
                         (unsigned long long)r1, (unsigned long long)rows);
-    if (rows && !t->data)
+    if (rows && !t->data && !tm__tensor_is_remote(t))
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "%s: %s has no data", fn,
                         label(t, what, sizeof what));
 
@@ -194,6 +194,10 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
     p->r0 = r0;
     if (mode == TM_MATVEC_Q8 && (be == 32 || be == 256) && r1 > r0)
         p->q8 = find_q8(chain, slot);
+    if (tm__tensor_is_remote(t)) {
+        p->q8 = NULL; /* the checks are done; remote_rows plans each fetched piece */
+        return TM_OK;
+    }
     if (p->q8) {
         const size_t bytes = p->n_blocks * (be == 32 ? sizeof(tm__q8_0x) : sizeof(tm__q8_Kx));
         p->xq = malloc(bytes ? bytes : 1);
@@ -237,6 +241,29 @@ static void run_rows(const plan *p, uint64_t a, uint64_t b)
     }
 }
 
+/* A remote tensor's rows: fetched a piece of whole rows at a time (fetch.c), each piece
+ * multiplied as a local tensor, so the result is the local one's bit for bit. */
+typedef struct remote_mv {
+    const float *x;
+    float *y;
+    unsigned mode, n_threads;
+    uint64_t row_blocks;
+} remote_mv;
+
+static tm_status multiply_piece(const tm_tensor *piece, uint64_t done, void *ctx, tm_error *err)
+{
+    const remote_mv *m = ctx;
+    return tm_matvec(piece, m->x, m->y + done / m->row_blocks, m->mode, m->n_threads, err);
+}
+
+static tm_status remote_rows(const plan *p, const tm_tensor *w, uint64_t r0, uint64_t r1,
+                             unsigned mode, unsigned n_threads, tm_error *err)
+{
+    remote_mv m = {p->x, p->y, mode, n_threads, p->n_blocks};
+    return tm__remote_pieces(w, r0 * p->n_blocks, (r1 - r0) * p->n_blocks, p->n_blocks,
+                             multiply_piece, &m, err);
+}
+
 tm_status tm_matvec_rows(const tm_tensor *w, uint64_t r0, uint64_t r1, const float *x, float *y,
                          unsigned mode, tm_error *err)
 {
@@ -244,6 +271,8 @@ tm_status tm_matvec_rows(const tm_tensor *w, uint64_t r0, uint64_t r1, const flo
     tm_status st = make_plan("tm_matvec_rows", w, r0, r1, x, y, mode, &p, err);
     if (st != TM_OK)
         return st;
+    if (tm__tensor_is_remote(w))
+        return remote_rows(&p, w, r0, r1, mode, 1, err);
     run_rows(&p, r0, r1);
     free(p.xq);
     return TM_OK;
@@ -276,6 +305,8 @@ tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
     tm_status st = make_plan("tm_matvec", w, 0, rows, x, y, mode, &p, err);
     if (st != TM_OK)
         return st;
+    if (tm__tensor_is_remote(w))
+        return remote_rows(&p, w, 0, rows, mode, n_threads, err);
     shared_rows s = { .p = &p, .rows = rows };
     s.chunk_rows = p.row_bytes >= CHUNK_BYTES ? 1 : CHUNK_BYTES / (p.row_bytes ? p.row_bytes : 1);
     atomic_init(&s.next, 0);

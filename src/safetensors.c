@@ -339,7 +339,7 @@ static tm_status json_fail(tm_error *err, const json_error_t *je, uint64_t base,
 static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_t *seen,
                              tm_layout *lay, tm_error *err)
 {
-    const tm__map *m = &f->maps[shard];
+    tm__map *m = &f->maps[shard];
     if (m->size < 8)
         return tm__fail(err, TM_TRUNCATED, 0, "%sthe file is %llu bytes; a safetensors file "
                         "starts with an 8-byte header length", what, (unsigned long long)m->size);
@@ -356,6 +356,9 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
         return tm__fail(err, TM_TRUNCATED, 0, "%sheader length %llu at byte 0 runs past the end "
                         "of the file (%llu bytes)", what, (unsigned long long)n,
                         (unsigned long long)m->size);
+    tm_status s = tm__map_need(m, 8 + n, err); /* a remote file's head: fetch the header */
+    if (s != TM_OK)
+        return s;
     if (n == 0 || m->base[8] != '{')
         return tm__fail(err, TM_BAD_VALUE, 8, "%sthe header at byte 8 does not start with '{'", what);
 
@@ -363,7 +366,7 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
     json_t *root = json_loadb((const char *)m->base + 8, (size_t)n, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return json_fail(err, &je, 8, what, "the JSON header");
-    tm_status s = st_keep(f, root, err);
+    s = st_keep(f, root, err);
     if (s != TM_OK)
         return s;
     if (!json_is_object(root))
@@ -410,7 +413,7 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
             goto out;
         }
         e->t.offset = e->begin;
-        e->t.data = m->base + data_start + e->begin;
+        e->t.data = m->kind == TM__MAP_REMOTE ? NULL : m->base + data_start + e->begin;
         e->t.info_offset = 8; /* the header's offset: finding the entry's own costs a search */
         e->t.shard = shard;
         at = e->end;
@@ -604,7 +607,7 @@ out:
 }
 
 /* An index's JSON (bounded like a header: a weight map of 100 MB would be absurd). */
-static tm_status parse_index_json(const tm__map *m, const char *label, json_t **out, tm_error *err)
+static tm_status parse_index_json(tm__map *m, const char *label, json_t **out, tm_error *err)
 {
     json_error_t je;
     char what[300];
@@ -612,6 +615,9 @@ static tm_status parse_index_json(const tm__map *m, const char *label, json_t **
     if (m->size > TM_SAFETENSORS_MAX_HEADER)
         return tm__fail(err, TM_LIMIT, 0, "%s: a safetensors index of %llu bytes is over the "
                         "limit of %u", label, (unsigned long long)m->size, TM_SAFETENSORS_MAX_HEADER);
+    tm_status s = tm__map_need(m, m->size, err); /* a remote index: all of it */
+    if (s != TM_OK)
+        return s;
     *out = json_loadb((const char *)m->base, (size_t)m->size, JSON_REJECT_DUPLICATES, &je);
     if (!*out)
         return json_fail(err, &je, 0, what, "the safetensors index");
@@ -632,14 +638,15 @@ static tm_status load_index(const char *path, unsigned flags, json_t **out, tm_e
 
 tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
 {
-    const tm__map *m0 = &f->maps[0];
+    tm__map *m0 = &f->maps[0];
     tm_status s = TM_OK;
     f->layout.n_shards = 1;
     const bool is_file = looks_like_file(m0->base, m0->size);
     /* A shard opened with TM_OPEN_ALL_SHARDS brings its checkpoint in through the sibling
      * index; a file with no index beside it is a checkpoint of its own. */
     char *index_path = NULL;
-    if (is_file && (flags & TM_OPEN_ALL_SHARDS) && tm__shard_has_dir(m0)) {
+    if (is_file && (flags & TM_OPEN_ALL_SHARDS) && tm__shard_has_dir(m0) &&
+        m0->kind != TM__MAP_REMOTE) { /* a remote shard opens alone: name its index instead */
         index_path = tm__shard_sibling(m0->path, ST_INDEX_NAME);
         if (!index_path)
             return no_memory(err);

@@ -16,10 +16,13 @@ char *tm__shard_sibling(const char *path, const char *name)
 {
     const char *slash = strrchr(path, '/');
     int dir_len = slash ? (int)(slash - path) + 1 : 0;
-    size_t cap = (size_t)dir_len + strlen(name) + 1;
+    /* a name beside a local file in the current directory stays a local name, even one an
+     * index spells "http://...": a local file never makes the library reach the network */
+    const char *dot = dir_len == 0 && tm__is_url(name) ? "./" : "";
+    size_t cap = (size_t)dir_len + strlen(dot) + strlen(name) + 1;
     char *out = malloc(cap);
     if (out)
-        snprintf(out, cap, "%.*s%s", dir_len, path, name);
+        snprintf(out, cap, "%.*s%s%s", dir_len, path, dot, name);
     return out;
 }
 
@@ -34,13 +37,16 @@ tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *
     memset(m, 0, sizeof *m);
     /* A pipe or a device would be read to its end (or block opening): a shard is a file. */
     struct stat sb;
-    if (stat(path, &sb) != 0)
+    if (tm__is_url(path)) {
+        /* a shard beside a remote file is a URL: fetched as the file is */
+    } else if (stat(path, &sb) != 0) {
         return tm__fail(err, errno == ENOENT ? TM_NOT_FOUND : TM_IO, TM_NO_OFFSET,
                         "%s: %s%s", path, errno == ENOENT ? "the shard is missing: " : "",
                         strerror(errno));
-    if (!S_ISREG(sb.st_mode))
+    } else if (!S_ISREG(sb.st_mode)) {
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: is not a regular file (a shard must be)",
                         path);
+    }
     tm_error inner = {0};
     tm_status s = tm__map_open(m, path, flags, &inner);
     if (s != TM_OK)

@@ -566,6 +566,14 @@ tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor 
     if (!f || !t || t->shard >= f->layout.n_shards)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
                         "tm_writer_tensor_copy: a file and one of its tensors are needed");
+    if (tm__tensor_is_remote(t)) {
+        char q[96];
+        tm__quote(q, sizeof q, t->name.ptr, t->name.len);
+        return tm__fail(err, TM_UNSUPPORTED, t->info_offset,
+                        "tensor %s is in a remote file (%s): its bytes are not copied into a new "
+                        "file from the network; download the file and use the local copy", q,
+                        f->maps[t->shard].path);
+    }
     char *own = name ? NULL : cstr(t->name);
     if (!name && !own)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory copying a tensor");

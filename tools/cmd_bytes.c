@@ -368,7 +368,8 @@ static int run(int argc, char **argv)
     if (!f)
         return err.code == TM_OK ? CLI_FAIL : damaged(arg, &err, json);
     const tm_layout *l = tm_shard_layout(f, 0);
-    out o = {tm_file_bytes(f), l->file_size, json ? json_array() : NULL};
+    /* a remote file's head: at least its header, perhaps not the whole file */
+    out o = {tm_file_bytes(f), tm_file_bytes_size(f), json ? json_array() : NULL};
     if (!json && tm_file_layout(f)->n_shards > 1) {
         printf("%s: the first of %" PRIu32 " shards, ", arg, tm_file_layout(f)->n_shards);
         cli_print_text(stdout, tm_shard_path(f, 0));

@@ -293,6 +293,12 @@ static json_t *to_json(const tm_file *f, const char *arg, const tm_layout *l, co
         return NULL;
     int bad = json_object_set_new(o, "path", json_string(arg));
     bad |= json_object_set_new(o, "file_size", cli_json_u64(l->file_size));
+    if (tm_file_is_remote(f)) {
+        uint64_t got, requests;
+        tm_file_fetched(f, &got, &requests);
+        bad |= json_object_set_new(o, "fetched", json_pack("{s:o, s:o}", "bytes",
+                                   cli_json_u64(got), "requests", cli_json_u64(requests)));
+    }
     if (l->format == TM_FORMAT_SAFETENSORS) {
         bad |= json_object_set_new(o, "format", json_string("safetensors"));
         bad |= json_object_set_new(o, "header_bytes", cli_json_u64(l->kv_end - 8));
@@ -419,6 +425,12 @@ static int run(int argc, char **argv)
         printf("the file\n");
         row("path", "%s", strcmp(arg, "-") == 0 ? "(standard input)" : arg);
         row("bytes", "%" PRIu64, l->file_size);
+        if (tm_file_is_remote(f)) {
+            uint64_t got, requests;
+            tm_file_fetched(f, &got, &requests);
+            row("fetched", "%" PRIu64 " bytes in %" PRIu64 " request%s", got, requests,
+                requests == 1 ? "" : "s");
+        }
         if (l->format == TM_FORMAT_SAFETENSORS)
             print_safetensors(f, l, &nb);
         else

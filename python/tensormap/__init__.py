@@ -261,13 +261,18 @@ class File:
 
     def get_raw(self, name):
         """The tensor's bytes as a read-only numpy uint8 array viewing the mapping: no copy,
-        constant time. The array keeps the mapping alive (even past close())."""
+        constant time. The array keeps the mapping alive (even past close()). For a remote file
+        (a URL), the bytes are fetched into a new array instead."""
         h, t = self._tensor(name)
         n = t.contents.n_bytes
-        if n == 0:
-            empty = np.empty(0, np.uint8)
-            empty.flags.writeable = False
-            return empty
+        if n == 0 or not t.contents.data:
+            out = np.empty(n, np.uint8)
+            err = _lib.Error()
+            if n and _c.tm_tensor_fetch(t, 0, n, out.ctypes.data, ctypes.byref(err)) != 0:
+                raise _from_c(FileError if _c.tm_status_name(err.code) in (b"IO", b"NOT_FOUND")
+                              else InvalidError, err, str(self.path))
+            out.flags.writeable = False
+            return out
         return np.asarray(_MappedBytes(h, t.contents.data, n))
 
     def get_tensor(self, name, out=None):

@@ -43,7 +43,7 @@ class Tensor(Structure):
     _fields_ = [("name", Str), ("type", c_enum), ("n_dims", c_uint32),
                 ("ne", c_uint64 * MAX_DIMS), ("n_elements", c_uint64), ("offset", c_uint64),
                 ("n_bytes", c_uint64), ("data", c_void_p), ("info_offset", c_uint64),
-                ("info_bytes", c_uint64), ("shard", c_uint32)]
+                ("info_bytes", c_uint64), ("shard", c_uint32), ("file", c_void_p)]
 
 
 class Kv(Structure):
@@ -99,6 +99,8 @@ SIGNATURES = {
     "tm_kv_value": (c_enum, [_kv_p, POINTER(Value)]),
     "tm_kv_strings": (c_enum, [_kv_p, POINTER(StrIter)]),
     "tm_str_next": (c_bool, [POINTER(StrIter), POINTER(Str)]),
+    "tm_tensor_fetch": (c_enum, [_tensor_p, c_uint64, c_uint64, c_void_p, _err_p]),
+    "tm_file_is_remote": (c_bool, [_file_p]),
     "tm_dequant_rows": (c_enum, [_tensor_p, c_uint64, c_uint64, _float_p, _err_p]),
     "tm_dequant_tensor": (c_enum, [_tensor_p, _float_p, c_uint, _err_p]),
     "tm_matvec": (c_enum, [_tensor_p, _float_p, _float_p, c_uint, c_uint, _err_p]),
