@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,14 +47,33 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* Start the server on ROOT; cert and key for HTTPS. Waits (at most 15 s) for its port. */
-static void server_start(server *s, const char *name, const char *cert, const char *key)
+static void server_stop(server *s);
+
+/* A message (malloc'ed) saying why the server could not start. */
+__attribute__((format(printf, 1, 2))) static char *why(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) < 0)
+        m = NULL;
+    va_end(ap);
+    cr_assert_not_null(m);
+    return m;
+}
+
+/* Start the server on ROOT; cert and key for HTTPS. Waits (at most 15 s) for its port.
+ * NULL when it listens, else why not (malloc'ed), the server stopped. */
+static char *server_try_start(server *s, const char *name, const char *cert, const char *key)
 {
     const char *script = getenv("TM_HTTP_SERVER");
-    cr_assert_not_null(script, "TM_HTTP_SERVER is not set (run the tests through make)");
-    cr_assert_eq(access(script, R_OK), 0, "the test server %s is missing", script);
-    cr_assert_eq(access("/usr/bin/python3", X_OK), 0,
-                 "the test server needs /usr/bin/python3 (as root: apt-get install python3)");
+    if (!script)
+        return why("TM_HTTP_SERVER is not set (run the tests through make)");
+    if (access(script, R_OK) != 0)
+        return why("the test server %s is missing", script);
+    if (access("/usr/bin/python3", X_OK) != 0)
+        return why("the test server needs /usr/bin/python3 (as root: apt-get install "
+                   "python3)");
     char port_file[256];
     snprintf(port_file, sizeof port_file, "%s/%s.port", test_dir(), name);
     snprintf(s->log, sizeof s->log, "%s/%s.log", test_dir(), name);
@@ -61,7 +81,8 @@ static void server_start(server *s, const char *name, const char *cert, const ch
     s->tls = cert != NULL;
     fflush(NULL);
     pid_t pid = fork();
-    cr_assert_neq(pid, -1);
+    if (pid == -1)
+        return why("fork: %s", strerror(errno));
     if (pid == 0) {
         int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int in = open("/dev/null", O_RDONLY);
@@ -81,19 +102,25 @@ static void server_start(server *s, const char *name, const char *cert, const ch
         if (f) {
             int ok = fscanf(f, "%d", &s->port);
             fclose(f);
-            cr_assert_eq(ok, 1, "the server's port file %s holds no number", port_file);
-            return;
+            if (ok == 1)
+                return NULL;
+            server_stop(s);
+            return why("the server's port file %s holds no number", port_file);
         }
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid) {
             s->pid = 0;
-            char *why = read_all(s->out, NULL);
-            cr_assert_fail("the test server exited (status %d) before it listened:\n%s",
-                           WIFEXITED(st) ? WEXITSTATUS(st) : -1, why);
+            char *out = read_all(s->out, NULL), *m;
+            m = why("the test server exited before it listened:\n%s", out);
+            free(out);
+            return m;
         }
         if (waited >= 15000) {
-            char *why = read_all(s->out, NULL);
-            cr_assert_fail("the test server wrote no port file within 15 s:\n%s", why);
+            server_stop(s);
+            char *out = read_all(s->out, NULL), *m;
+            m = why("the test server wrote no port file within 15 s:\n%s", out);
+            free(out);
+            return m;
         }
         sleep_ms(10);
     }
@@ -148,7 +175,11 @@ static void suite_init(void)
     clean_environment();
     snprintf(root, sizeof root, "%s/root", test_dir());
     mkdirs(root);
-    server_start(&plain, "plain", NULL, NULL);
+    char *failed = server_try_start(&plain, "plain", NULL, NULL);
+    if (failed) { /* Criterion runs no .fini after a failed .init: clean up here */
+        test_cleanup();
+        cr_assert_fail("%s", failed);
+    }
     char endpoint[64];
     snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", plain.port);
     setenv("HF_ENDPOINT", endpoint, 1); /* never the real Hub */
@@ -1191,7 +1222,8 @@ Test(http, https_verifies_the_certificate)
     cr_assert_eq(st, 0, "openssl failed: %s", out);
     free(out);
     serve_golden("golden-a.gguf", "golden-a.gguf");
-    server_start(&secure, "secure", cert, key);
+    char *failed = server_try_start(&secure, "secure", cert, key);
+    cr_assert_null(failed, "%s", failed);
     const char *u = url_of(&secure, "127.0.0.1", "files/golden-a.gguf");
     cr_assert_eq(strncmp(u, "https://", 8), 0);
 
