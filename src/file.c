@@ -165,7 +165,7 @@ bool tm_file_is_remote(const tm_file *f)
 
 void tm_file_fetched(const tm_file *f, uint64_t *bytes, uint64_t *requests)
 {
-    uint64_t b = 0, r = 0;
+    uint64_t b = f ? f->fetched_bytes : 0, r = f ? f->fetched_requests : 0;
     for (uint32_t i = 0; f && i < f->layout.n_shards; i++) {
         uint64_t mb = 0, mr = 0;
         if (f->maps[i].kind == TM__MAP_REMOTE)

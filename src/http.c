@@ -20,12 +20,10 @@ bool tm_remote_supported(void) { return false; }
 
 tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err)
 {
-    (void)m;
-    char q[300];
-    tm__quote(q, sizeof q, url, strlen(url));
+    (void)m, (void)url;
     return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET,
-                    "%s: this tensormap was built without libcurl, so it cannot read URLs "
-                    "(install libcurl4-openssl-dev and rebuild)", q);
+                    "this tensormap was built without libcurl, so it cannot read URLs "
+                    "(install libcurl4-openssl-dev and rebuild)");
 }
 
 /* Unreachable without a remote map; defined so that map.c needs no #ifdef. */

@@ -102,6 +102,8 @@ struct tm_file {
     tm__hash kv_index;
     tm__hash tensor_index;
     void *owned;              /* format-specific memory (e.g. the parsed safetensors JSON) */
+    uint64_t fetched_bytes;   /* downloaded for remote maps closed since (an index whose */
+    uint64_t fetched_requests; /* shards replaced it), for tm_file_fetched */
     void (*free_owned)(void *owned);
 };
 

@@ -83,6 +83,10 @@ tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_outfile_open: %s is NULL",
                         out ? "the path" : "out");
     *out = NULL;
+    if (tm__is_url(path))
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
+                        "%s: is read as a URL, and outputs are local files only (write ./%s for "
+                        "a local file of that name)", path, path);
     tm_outfile *o = calloc(1, sizeof *o);
     if (!o)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory opening %s", path);

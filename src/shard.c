@@ -73,10 +73,17 @@ tm_status tm__shards_open(tm_file *f, char *const *paths, uint32_t n, int keep, 
         return s;
     }
     /* From here f owns the shard maps; tm_close releases n of them. */
-    if (keep >= 0)
+    if (keep >= 0) {
         maps[keep] = f->maps[0];
-    else
+    } else {
+        if (f->maps[0].kind == TM__MAP_REMOTE) {
+            uint64_t b, r;
+            tm__remote_fetched(&f->maps[0], &b, &r);
+            f->fetched_bytes += b;
+            f->fetched_requests += r;
+        }
         tm__map_close(&f->maps[0]);
+    }
     free(f->maps);
     f->maps = maps;
     free(f->shard_layouts);

@@ -409,8 +409,19 @@ size_t cli_chunk_elems(const tm_tensor *t)
     size_t block = tm_type_block_elems(t->type);
     if (block == 0)
         block = 1;
-    size_t want = (size_t)1 << 20;
+    /* A remote tensor's chunk is one fetch: larger, so that its bytes come in several ranges
+     * at once (the library splits a read of 8 MiB or more) rather than one small range at a
+     * time, each waiting a round trip. */
+    size_t want = tm_file_is_remote(t->file) ? (size_t)1 << 24 : (size_t)1 << 20;
     return want < block ? block : want / block * block;
+}
+
+const uint8_t *cli_tensor_bytes(const tm_tensor *t, uint64_t off, uint64_t len, uint8_t *scratch,
+                                tm_error *err)
+{
+    if (t->data)
+        return (const uint8_t *)t->data + off;
+    return tm_tensor_fetch(t, off, len, scratch, err) == TM_OK ? scratch : NULL;
 }
 
 int cli_decode_chunks(const tm_tensor *t, uint64_t first, uint64_t n, float *buf, size_t chunk,

@@ -104,8 +104,13 @@ bool cli_align_up(uint64_t n, uint64_t a, uint64_t *out);
 typedef int (*cli_chunk_fn)(const float *v, size_t n, void *ctx);
 int cli_decode_chunks(const tm_tensor *t, uint64_t first, uint64_t n, float *buf, size_t chunk,
                       cli_chunk_fn fn, void *ctx, tm_error *err);
-/* A chunk size in elements for t: about 1 Mi floats, a whole number of blocks. */
+/* A chunk size in elements for t: about 1 Mi floats (16 Mi for a remote file's tensor, whose
+ * chunk is one fetch), a whole number of blocks. */
 size_t cli_chunk_elems(const tm_tensor *t);
+/* Bytes [off, off + len) of t's data: where they lie in the mapping, or fetched into scratch
+ * (len bytes) for a remote file; NULL with err filled when the fetch fails. */
+const uint8_t *cli_tensor_bytes(const tm_tensor *t, uint64_t off, uint64_t len, uint8_t *scratch,
+                                tm_error *err);
 
 /* ---- cli_model.c --------------------------------------------------------------------------- */
 

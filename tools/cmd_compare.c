@@ -138,6 +138,9 @@ static bool wider_than_f32(tm_type t)
            t == TM_TYPE_U64;
 }
 
+/* Bytes compared at a time (two buffers of this size for a remote file). */
+#define BYTES_CHUNK ((uint64_t)1 << 22)
+
 /* Block by block as bytes (a block is one value for the plain types): for types without a
  * float decoder and those wider than f32. Counts are of blocks; positions of their first
  * values. */
@@ -151,11 +154,31 @@ static enum status compare_bytes(const pair *p, stats *s)
         return ST_ERROR;
     }
     s->as_bytes = true;
-    const uint8_t *x = p->a->data, *y = p->b->data;
-    for (uint64_t i = 0; i < p->a->n_elements / per; i++, s->n++)
-        if (memcmp(x + i * size, y + i * size, size) != 0)
-            if (s->not_equal++, !s->differing++)
-                s->first = s->first_a = s->first_b = i * per;
+    /* a chunk of blocks at a time: where they lie, or fetched (a remote file) */
+    const uint64_t n_blocks = p->a->n_elements / per, chunk = (BYTES_CHUNK + size - 1) / size;
+    uint8_t *scratch = malloc(2 * (size_t)chunk * size);
+    if (!scratch) {
+        snprintf(s->why, sizeof s->why, "out of memory");
+        return ST_ERROR;
+    }
+    for (uint64_t b0 = 0; b0 < n_blocks; b0 += chunk) {
+        const uint64_t k = n_blocks - b0 < chunk ? n_blocks - b0 : chunk;
+        tm_error err = {0};
+        const uint8_t *x = cli_tensor_bytes(p->a, b0 * size, k * size, scratch, &err);
+        const uint8_t *y = x ? cli_tensor_bytes(p->b, b0 * size, k * size,
+                                                scratch + (size_t)chunk * size, &err)
+                             : NULL;
+        if (!y) {
+            free(scratch);
+            snprintf(s->why, sizeof s->why, "reading failed: %s", err.message);
+            return ST_ERROR;
+        }
+        for (uint64_t i = 0; i < k; i++, s->n++)
+            if (memcmp(x + i * size, y + i * size, size) != 0)
+                if (s->not_equal++, !s->differing++)
+                    s->first = s->first_a = s->first_b = (b0 + i) * per;
+    }
+    free(scratch);
     return s->differing ? ST_DIFFERS : ST_EXACT;
 }
 
@@ -214,7 +237,21 @@ static bool bufs_reserve(bufs *bf, uint64_t n, size_t elem_size)
 static bool wide_values(const tm_tensor *t, uint64_t e0, uint64_t len, long double *out,
                         float *scratch, tm_error *err)
 {
-    const uint8_t *p = (const uint8_t *)t->data + e0 * tm_type_block_bytes(t->type);
+    const uint8_t *p = NULL;
+    uint8_t *fetched = NULL;
+    if (wider_than_f32(t->type)) {
+        const uint64_t size = tm_type_block_bytes(t->type);
+        if (!t->data && !(fetched = malloc((size_t)(len * size)))) {
+            snprintf(err->message, sizeof err->message, "out of memory");
+            return false;
+        }
+        p = cli_tensor_bytes(t, e0 * size, len * size, fetched, err);
+        if (!p) {
+            free(fetched);
+            return false;
+        }
+    }
+    bool ok = true;
     switch (t->type) {
 #define READ_AS(TYPE, CTYPE)                                                                     \
     case TYPE:                                                                                   \
@@ -223,7 +260,7 @@ static bool wide_values(const tm_tensor *t, uint64_t e0, uint64_t len, long doub
             memcpy(&v, p + k * sizeof v, sizeof v);                                              \
             out[k] = (long double)v;                                                             \
         }                                                                                        \
-        return true;
+        break;
         READ_AS(TM_TYPE_F64, double)
         READ_AS(TM_TYPE_I32, int32_t)
         READ_AS(TM_TYPE_I64, int64_t)
@@ -231,12 +268,13 @@ static bool wide_values(const tm_tensor *t, uint64_t e0, uint64_t len, long doub
         READ_AS(TM_TYPE_U64, uint64_t)
 #undef READ_AS
     default:
-        if (tm_dequant_elements(t, e0, len, scratch, err) != TM_OK)
-            return false;
-        for (uint64_t k = 0; k < len; k++)
+        ok = tm_dequant_elements(t, e0, len, scratch, err) == TM_OK;
+        for (uint64_t k = 0; ok && k < len; k++)
             out[k] = scratch[k];
-        return true;
+        break;
     }
+    free(fetched);
+    return ok;
 }
 
 static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
