@@ -724,7 +724,8 @@ Test(http, header_commands_on_a_7b_file_transfer_the_header_and_at_most_one_chun
     json_decref(local);
 
     const char *u = url("files/qwen2-7b.gguf");
-    static const char *const cmds[] = {"info", "tensors", "meta", "check"};
+    static const char *const cmds[] = {"info", "tensors", "meta", "check", "header", "bytes",
+                                       "stack"};
     for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
         size_t mark = log_mark();
         tool_result r = tool_run(cmds[c], u, NULL);
