@@ -4,7 +4,10 @@
  * standard output must be the lines the README shows under it. A line that is only "…" marks a
  * cut: the shown lines on either side of it must appear in that order, anything may stand in
  * the cut. Without a cut at the start or end, the output must start or end as shown. Trailing
- * spaces are not compared. */
+ * spaces are not compared. The hf: examples go to the local test server (tests/http_server.py),
+ * which serves the demo model as the Hub would serve tensormap/demo/demo.gguf: HF_ENDPOINT
+ * points at it. */
+#include "http_serve.h"
 #include "test_cli.h"
 
 #include <criterion/criterion.h>
@@ -124,6 +127,19 @@ Test(readme, every_tensormap_example_prints_what_the_readme_shows)
     snprintf(target, sizeof target, "%s/demo.gguf", tooldir);
     cr_assert_eq(symlink(target, link), 0);
 
+    /* the Hub's stand-in: ROOT/hf/OWNER/REPO/REVISION/FILE is what hf:OWNER/REPO/FILE serves */
+    static server hub;
+    char root[1200], copy[1400], url[64], sh[4400];
+    snprintf(root, sizeof root, "%s/www", dir);
+    snprintf(copy, sizeof copy, "%s/hf/tensormap/demo/main", root);
+    snprintf(sh, sizeof sh, "mkdir -p '%s' && cp '%s' '%s/demo.gguf'", copy, target, copy);
+    cr_assert_eq(system(sh), 0, "%s", sh);
+    clean_environment();
+    char *failed_start = server_try_start(&hub, root, "hub", NULL, NULL);
+    cr_assert_null(failed_start, "the local Hub for the hf: examples: %s", failed_start);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", hub.port);
+    setenv("HF_ENDPOINT", url, 1);
+
     int examples = 0, failed = 0;
     bool fenced = false;
     for (size_t i = 0; i < doc.n; i++) {
@@ -163,6 +179,7 @@ Test(readme, every_tensormap_example_prints_what_the_readme_shows)
         examples++;
         i = j - 1;
     }
+    server_stop(&hub);
     release(&doc);
     release(&want);
     release(&got);

@@ -424,6 +424,28 @@ const uint8_t *cli_tensor_bytes(const tm_tensor *t, uint64_t off, uint64_t len, 
     return tm_tensor_fetch(t, off, len, scratch, err) == TM_OK ? scratch : NULL;
 }
 
+const tm_tensor *cli_tensor_in_memory(const tm_tensor *t, tm_tensor *copy, void **bytes,
+                                     tm_error *err)
+{
+    *bytes = NULL;
+    if (t->data || !tm_type_can_dequant(t->type))
+        return t; /* mapped already, or never decoded (the decode says why) */
+    if (!(*bytes = malloc(t->n_bytes ? (size_t)t->n_bytes : 1))) {
+        snprintf(err->message, sizeof err->message, "out of memory for the tensor's %llu bytes",
+                 (unsigned long long)t->n_bytes);
+        err->code = TM_NOMEM;
+        return NULL;
+    }
+    if (tm_tensor_fetch(t, 0, t->n_bytes, *bytes, err) != TM_OK) {
+        free(*bytes);
+        *bytes = NULL;
+        return NULL;
+    }
+    *copy = *t;
+    copy->data = *bytes;
+    return copy;
+}
+
 int cli_decode_chunks(const tm_tensor *t, uint64_t first, uint64_t n, float *buf, size_t chunk,
                       cli_chunk_fn fn, void *ctx, tm_error *err)
 {

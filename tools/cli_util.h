@@ -107,6 +107,11 @@ int cli_decode_chunks(const tm_tensor *t, uint64_t first, uint64_t n, float *buf
 /* A chunk size in elements for t: about 1 Mi floats (16 Mi for a remote file's tensor, whose
  * chunk is one fetch), a whole number of blocks. */
 size_t cli_chunk_elems(const tm_tensor *t);
+/* t itself, or for a remote file's decodable tensor, a copy of t whose data is its bytes
+ * fetched once into *bytes (free it after): for a command that reads the values more than
+ * once. NULL with err filled when the fetch fails. */
+const tm_tensor *cli_tensor_in_memory(const tm_tensor *t, tm_tensor *copy, void **bytes,
+                                     tm_error *err);
 /* Bytes [off, off + len) of t's data: where they lie in the mapping, or fetched into scratch
  * (len bytes) for a remote file; NULL with err filled when the fetch fails. */
 const uint8_t *cli_tensor_bytes(const tm_tensor *t, uint64_t off, uint64_t len, uint8_t *scratch,

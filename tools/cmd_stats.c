@@ -86,16 +86,20 @@ static void histogram_text(const summary *s, char *buf, size_t size)
     }
 }
 
-/* Decode and summarise t; false with err filled when it cannot be decoded. */
+/* Decode and summarise t; false with err filled when it cannot be decoded. Two passes over the
+ * values: a remote tensor's bytes are fetched once, before them. */
 static bool summarise(const tm_tensor *t, float *buf, size_t chunk, summary *s, tm_error *err)
 {
     memset(s, 0, sizeof *s);
-    if (cli_decode_chunks(t, 0, t->n_elements, buf, chunk, pass_one, s, err) != 0)
-        return false;
+    tm_tensor copy;
+    void *bytes;
+    const tm_tensor *u = cli_tensor_in_memory(t, &copy, &bytes, err);
+    bool ok = u && cli_decode_chunks(u, 0, u->n_elements, buf, chunk, pass_one, s, err) == 0;
     s->mean = s->finite ? s->sum / (double)s->finite : 0;
-    if (s->finite && cli_decode_chunks(t, 0, t->n_elements, buf, chunk, pass_two, s, err) != 0)
-        return false;
-    return true;
+    if (ok && s->finite)
+        ok = cli_decode_chunks(u, 0, u->n_elements, buf, chunk, pass_two, s, err) == 0;
+    free(bytes);
+    return ok;
 }
 
 static double std_of(const summary *s)
