@@ -1,6 +1,7 @@
 /* dump and stats: decoded values leave the tool in the formats people load, and the summaries
  * match numbers worked out here from the data the test wrote. The .npy reader is this file's
  * own; the .lz4 output goes through the real lz4 binary. */
+#include "helpers.h"
 #include "test_cli.h"
 
 #include <criterion/criterion.h>
@@ -230,6 +231,16 @@ Test(cli_dump, stats_match_numbers_worked_out_here)
     tool_result_free(&r);
 }
 
+/* Whether the library decodes the type ggml spells type_name. */
+static bool decodable_named(const char *type_name)
+{
+    for (unsigned id = 0; id < 256; id++)
+        if (tm_type_name((tm_type)id) && strcmp(tm_type_name((tm_type)id), type_name) == 0)
+            return tm_type_can_dequant((tm_type)id);
+    cr_assert_fail("no type is named %s", type_name);
+    return false;
+}
+
 /* ggml's own decoded values (golden-a.f32, placed by golden-a.tsv) against `dump --all`: every
  * tensor the library can decode must come out bit for bit. */
 Test(cli_dump, dump_all_of_the_golden_file_is_what_ggml_decoded)
@@ -255,8 +266,10 @@ Test(cli_dump, dump_all_of_the_golden_file_is_what_ggml_decoded)
         char path[512];
         snprintf(path, sizeof path, "%s/%s.f32", dir, name);
         FILE *probe = fopen(path, "rb");
+        /* a type without a decoder is skipped (dump says so); every other must be there */
+        cr_assert(probe || !decodable_named(type), "%s (%s) was not dumped", name, type);
         if (!probe)
-            continue; /* a type without a decoder yet: dump said so and skipped it */
+            continue;
         fclose(probe);
         size_t len;
         char *got = read_all(path, &len);
@@ -270,4 +283,71 @@ Test(cli_dump, dump_all_of_the_golden_file_is_what_ggml_decoded)
     cr_assert_geq(compared, 2 * 13, "only %u tensors were dumped", compared); /* f32..q6_K, bf16 */
     free(ref);
     free(lines);
+}
+
+/* dump --all's file names are unique and give the name back: tensors whose names differ only in
+ * what a file name cannot hold ("a/b" against "a_b" and "a%2Fb"), a leading dot, a control
+ * byte, and two 300-byte names that differ only after the first 200 bytes each get their own
+ * file, named as the help says (worked out here), holding their own values. */
+Test(cli_dump, dump_all_gives_every_tensor_its_own_file)
+{
+    char long_a[301], long_b[301];
+    memset(long_a, 'x', 300);
+    memset(long_b, 'x', 300);
+    long_a[300] = long_b[300] = '\0';
+    long_b[299] = 'y';
+    const char *names[] = {"a/b", "a_b", "a%2Fb", ".hidden", "tab\there", long_a, long_b};
+    const char *files[] = {"a%2Fb", "a_b", "a%252Fb", "%2Ehidden", "tab%09here", NULL, NULL};
+    enum { N = sizeof names / sizeof names[0] };
+    tb b = {0};
+    tb_head(&b, 3, N, 0);
+    const uint64_t ne[1] = {8};
+    for (unsigned i = 0; i < N; i++)
+        tb_info(&b, names[i], 1, ne, TM_TYPE_F32, i * 32);
+    tb_pad(&b, 32);
+    for (unsigned i = 0; i < N; i++)
+        for (unsigned k = 0; k < 8; k++) {
+            float v = (float)(i * 100 + k);
+            tb_bytes(&b, &v, sizeof v);
+        }
+    const char *model = test_path("names.gguf"), *dir = test_path("out");
+    cr_assert_eq(tb_write(&b, model), 0);
+    tb_free(&b);
+    tool_result r = tool_run("dump", "--all", "--format", "raw", model, "-o", dir, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tool_result_free(&r);
+
+    /* the long names: 200 'x', then ~ and the FNV-1a hash of all 300 bytes */
+    char hashed[2][220];
+    for (unsigned j = 0; j < 2; j++) {
+        const char *nm = j ? long_b : long_a;
+        uint64_t h = 14695981039346656037ull;
+        for (size_t i = 0; i < 300; i++)
+            h = (h ^ (unsigned char)nm[i]) * 1099511628211ull;
+        snprintf(hashed[j], sizeof hashed[j], "%.200s~%016llx", nm, (unsigned long long)h);
+        files[N - 2 + j] = hashed[j];
+    }
+    cr_assert_str_neq(hashed[0], hashed[1]);
+    unsigned found = 0;
+    for (unsigned i = 0; i < N; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.f32", dir, files[i]);
+        size_t len;
+        char *got = read_all(path, &len);
+        cr_assert_eq(len, 8 * sizeof(float), "%s", path);
+        float v[8];
+        memcpy(v, got, sizeof v);
+        free(got);
+        for (unsigned k = 0; k < 8; k++)
+            cr_assert_eq(v[k], (float)(i * 100 + k), "%s holds another tensor's values", path);
+        found++;
+    }
+    cr_assert_eq(found, N);
+    char *ls = NULL;
+    int st;
+    cr_assert_gt(asprintf(&ls, "ls -A '%s' | wc -l", dir), 0);
+    char *count = shell_output(ls, &st);
+    cr_assert_eq(atoi(count), N, "the directory holds %s files, not %d", count, N);
+    free(count);
+    free(ls);
 }

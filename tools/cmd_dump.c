@@ -28,8 +28,12 @@ static const char help[] =
     "  --format FMT       raw, npy or lz4\n"
     "  --rows A:B         only rows A to B-1 (a row is ne[0] values); npy shape (B-A, ne[0])\n"
     "  --all              every tensor into the directory OUT, one file per tensor named after\n"
-    "                     it ('/' becomes '_'), npy unless --format says otherwise; a tensor\n"
-    "                     whose type has no decoder is skipped with a note on stderr\n";
+    "                     it, npy unless --format says otherwise; a tensor whose type has no\n"
+    "                     decoder is skipped with a note on stderr. A file name is the tensor's\n"
+    "                     name with '/', '%', control bytes and a leading '.' written as %XX\n"
+    "                     (so that a/b and a_b stay two files, and percent-decoding gives the\n"
+    "                     name back); a name too long for a file name is cut at 200 bytes and\n"
+    "                     followed by ~ and 16 hex digits of a hash of the whole name\n";
 
 typedef enum { FMT_NONE, FMT_RAW, FMT_NPY, FMT_LZ4 } format;
 
@@ -197,6 +201,40 @@ static int dump_to_path(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt
     return cli_output_close(o, rc);
 }
 
+/* A tensor's file name for dump --all: unique and reversible. Bytes a file name cannot hold
+ * ('/'), that would hide or climb (a leading '.'), that reach a terminal (C0, DEL) and the
+ * escape itself ('%') become %XX; everything else stays. A name that would not fit NAME_MAX
+ * (with the extension) keeps its first CUT bytes and gets ~ and a 64-bit FNV-1a hash of the
+ * whole name. */
+enum { CUT = 200, FILE_NAME_CAP = CUT + 3 + 1 + 16 + 1 };
+
+static void file_name(tm_str name, char out[FILE_NAME_CAP])
+{
+    size_t n = 0;
+    bool cut = false;
+    for (uint64_t i = 0; i < name.len; i++) {
+        const unsigned char b = (unsigned char)name.ptr[i];
+        const bool escape = b < 0x20 || b == 0x7f || b == '/' || b == '%' || (i == 0 && b == '.');
+        if (n + (escape ? 3 : 1) > CUT) {
+            cut = true;
+            break;
+        }
+        if (escape) {
+            snprintf(out + n, 4, "%%%02X", b);
+            n += 3;
+        } else {
+            out[n++] = (char)b;
+        }
+    }
+    out[n] = '\0';
+    if (cut) {
+        uint64_t h = 14695981039346656037ull;
+        for (uint64_t i = 0; i < name.len; i++)
+            h = (h ^ (unsigned char)name.ptr[i]) * 1099511628211ull;
+        snprintf(out + n, FILE_NAME_CAP - n, "~%016" PRIx64, h);
+    }
+}
+
 static int dump_all(const tm_file *f, format fmt, const char *dir)
 {
     static const char *const ext[] = {[FMT_RAW] = "f32", [FMT_NPY] = "npy", [FMT_LZ4] = "lz4"};
@@ -219,14 +257,10 @@ static int dump_all(const tm_file *f, format fmt, const char *dir)
             skipped++;
             continue;
         }
-        char *path = NULL;
-        if (asprintf(&path, "%s/%.*s.%s", dir, (int)t->name.len, t->name.ptr, ext[fmt]) < 0)
+        char file[FILE_NAME_CAP], *path = NULL;
+        file_name(t->name, file);
+        if (asprintf(&path, "%s/%s.%s", dir, file, ext[fmt]) < 0)
             return CLI_FAIL;
-        for (char *p = path + strlen(dir) + 1; *p; p++)
-            if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f)
-                *p = '_'; /* a file name, not a path and not a terminal escape */
-        if (strncmp(path + strlen(dir) + 1, "..", 2) == 0)
-            path[strlen(dir) + 1] = '_';
         int rc = dump_to_path(t, 0, tm_tensor_rows(t), fmt, path, true);
         free(path);
         if (rc != CLI_OK) {
