@@ -459,20 +459,6 @@ tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void 
 
 /* ---- the head ------------------------------------------------------------------------------ */
 
-/* Bytes TM_HTTP_CHUNK or TM_HTTP_HEAD_LIMIT say (a number with an optional K, M or G). */
-static uint64_t env_bytes(const char *name, uint64_t dflt)
-{
-    const char *e = getenv(name);
-    char *end;
-    if (!e || !*e)
-        return dflt;
-    unsigned long long v = strtoull(e, &end, 10);
-    unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-    if (end == e || (shift && end[1]) || (!shift && *end) || v > (UINT64_MAX >> shift))
-        return dflt;
-    return (uint64_t)v << shift;
-}
-
 /* hf:OWNER/REPO/FILE[@REVISION] -> $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (REVISION
  * percent-encoded whole, as the Hub does for refs/pr/1; FILE keeps its slashes). */
 static char *append_encoded(char *o, const char *s, size_t n, bool keep_slash)
@@ -607,10 +593,10 @@ tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err)
     pthread_mutex_init(&r->lock, NULL);
     m->kind = TM__MAP_REMOTE;
     m->remote = r;
-    r->chunk = env_bytes("TM_HTTP_CHUNK", DEFAULT_CHUNK);
+    r->chunk = tm__env_bytes("TM_HTTP_CHUNK", DEFAULT_CHUNK);
     if (r->chunk < MIN_CHUNK)
         r->chunk = MIN_CHUNK;
-    r->head_limit = env_bytes("TM_HTTP_HEAD_LIMIT", DEFAULT_HEAD_LIMIT);
+    r->head_limit = tm__env_bytes("TM_HTTP_HEAD_LIMIT", DEFAULT_HEAD_LIMIT);
     const bool hf = strncmp(url, "hf:", 3) == 0;
     tm_status st = hf ? resolve_hf(url, &m->path, err)
                    : (m->path = strdup(url)) != NULL

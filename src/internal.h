@@ -42,6 +42,9 @@ enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3, TM__MAP_REMOTE 
 
 /* path may be a local path, "-" (standard input), or a URL (tm__is_url). */
 tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err);
+/* The environment variable name as a byte count (decimal, with an optional K, M or G for 2^10,
+ * 2^20, 2^30); dflt when unset or not such a number. */
+uint64_t tm__env_bytes(const char *name, uint64_t dflt);
 /* Make at least min(end, size) bytes available at base (a remote file fetches more of its head,
  * and base may move: nothing may point into it across this call). Free for a local file. */
 tm_status tm__map_need(tm__map *m, uint64_t end, tm_error *err);

@@ -15,18 +15,16 @@ static tm_status io_fail(tm_error *err, const char *what, int errnum)
                     TM_NO_OFFSET, "%s: %s", what, strerror(errnum));
 }
 
-/* The most a stream is read into memory: TM_STREAM_LIMIT bytes (decimal, with an optional K, M
- * or G for 2^10, 2^20, 2^30), else TM_DEFAULT_STREAM_LIMIT. */
-static uint64_t stream_limit(void)
+uint64_t tm__env_bytes(const char *name, uint64_t dflt)
 {
-    const char *e = getenv("TM_STREAM_LIMIT");
+    const char *e = getenv(name);
     char *end;
     if (!e || !*e)
-        return TM_DEFAULT_STREAM_LIMIT;
+        return dflt;
     unsigned long long v = strtoull(e, &end, 10);
     unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
     if (end == e || (shift && end[1]) || (!shift && *end) || v > (UINT64_MAX >> shift))
-        return TM_DEFAULT_STREAM_LIMIT; /* not a number: the default, not "no limit" */
+        return dflt; /* not a number: the default, not "no limit" */
     return (uint64_t)v << shift;
 }
 
@@ -36,11 +34,11 @@ static uint64_t stream_limit(void)
 /* A pipe, a character device, a FIFO or a file whose size the kernel does not know (procfs) is
  * read until EOF, doubling the buffer. Its first bytes are looked at before the rest is read:
  * /dev/zero or a log file is refused at once by the caller (from those bytes), not read to the
- * end of memory. The whole read is capped by stream_limit(). */
+ * end of memory. The whole read is capped by TM_STREAM_LIMIT (tm__env_bytes). */
 static tm_status read_stream(int fd, uint8_t **out, uint64_t *size, tm_error *err)
 {
     size_t cap = 1u << 16, len = 0;
-    const uint64_t limit = stream_limit();
+    const uint64_t limit = tm__env_bytes("TM_STREAM_LIMIT", TM_DEFAULT_STREAM_LIMIT);
     uint8_t *buf = malloc(cap);
     if (!buf)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory reading the input");
