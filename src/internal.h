@@ -40,6 +40,9 @@ typedef struct tm__map {
 
 enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3, TM__MAP_REMOTE = 4 };
 
+/* A flag bit tm__map_open takes beside the TM_OPEN_* ones: refuse anything but a regular file,
+ * checked on the descriptor opened (a shard). */
+#define TM__MAP_REGULAR_ONLY (1u << 31)
 /* path may be a local path, "-" (standard input), or a URL (tm__is_url). */
 tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err);
 /* The environment variable name as a byte count (decimal, with an optional K, M or G for 2^10,

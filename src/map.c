@@ -122,7 +122,9 @@ tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *e
     const bool is_stdin = strcmp(path, "-") == 0;
     if (is_stdin)
         flags |= TM_OPEN_NO_MMAP; /* even when it is a regular file: the header promises a copy */
-    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    /* a shard's open does not wait for a FIFO's writer: its fstat below refuses it */
+    const int nonblock = flags & TM__MAP_REGULAR_ONLY ? O_NONBLOCK : 0;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC | nonblock);
     if (fd < 0) {
         tm_status st = io_fail(err, "cannot open", errno);
         tm__map_close(m);
@@ -133,6 +135,9 @@ tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *e
     uint8_t *heap = NULL;
     if (fstat(fd, &sb) != 0) {
         st = io_fail(err, "cannot stat", errno);
+    } else if ((flags & TM__MAP_REGULAR_ONLY) && !S_ISREG(sb.st_mode)) {
+        /* checked on the file opened, not only on the path before: no swap in between */
+        st = tm__fail(err, TM_IO, TM_NO_OFFSET, "is not a regular file (a shard must be)");
     } else if (S_ISDIR(sb.st_mode)) {
         st = tm__fail(err, TM_IO, TM_NO_OFFSET, "is a directory, not a model file");
     } else if (!S_ISREG(sb.st_mode) || sb.st_size == 0) {

@@ -35,7 +35,9 @@ const char *tm__shard_basename(const char *path)
 tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *err)
 {
     memset(m, 0, sizeof *m);
-    /* A pipe or a device would be read to its end (or block opening): a shard is a file. */
+    /* A pipe or a device would be read to its end (or block opening): a shard is a file. The
+     * path is looked at first, so that a device is never opened; the file opened is checked
+     * again (tm__map_open), so that a path swapped in between is refused too. */
     struct stat sb;
     if (tm__is_url(path)) {
         /* a shard beside a remote file is a URL: fetched as the file is */
@@ -48,7 +50,7 @@ tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *
                         path);
     }
     tm_error inner = {0};
-    tm_status s = tm__map_open(m, path, flags, &inner);
+    tm_status s = tm__map_open(m, path, flags | TM__MAP_REGULAR_ONLY, &inner);
     if (s != TM_OK)
         tm__fail(err, s, inner.offset, "%s: %s", path, inner.message);
     return s;
