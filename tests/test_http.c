@@ -971,6 +971,89 @@ Test(http, a_missing_file_is_http_404)
     tool_result_free(&r);
 }
 
+/* A tensor of 8 MiB or more is fetched as several ranges at once: the data requests for a
+ * 38 MB q4_K matrix are at least four ranges that tile its bytes exactly, none outside them,
+ * and stats (two passes over the values) fetches them once. */
+Test(http, a_large_tensor_comes_in_several_ranges_that_tile_it_once)
+{
+    big_model m = write_7b("qwen2-7b.gguf");
+    tm_file *f;
+    tm_error err;
+    ok(tm_open(m.path, 0, &f, &err), &err);
+    const tm_tensor *t = tm_tensor_find(f, "blk.0.ffn_up.weight");
+    cr_assert_not_null(t);
+    const uint64_t t0 = m.data_start + t->offset, t1 = t0 + t->n_bytes;
+    cr_assert_eq(t->n_bytes, q4k_bytes(H, FF));
+    tm_close(f);
+    size_t mark = log_mark();
+    json_t *j = tool_json(0, "stats", "--json", url("files/qwen2-7b.gguf"), "blk.0.ffn_up.weight",
+                          NULL);
+    cr_assert_eq(json_real_value(json_object_get(json_array_get(j, 0), "max")), 0.0,
+                 "the hole decodes as zeros");
+    json_decref(j);
+    json_t *log = log_since(mark);
+    char *text = log_text(log);
+    uint64_t firsts[64], lasts[64];
+    size_t n = 0, i;
+    json_t *e;
+    json_array_foreach(log, i, e)
+    {
+        uint64_t a, b;
+        cr_assert(range_first(e, &a, &b), "a request without a range:\n%s", text);
+        if (a < m.data_start)
+            continue; /* the header */
+        cr_assert(a >= t0 && b < t1, "bytes %llu-%llu are not the tensor's:\n%s",
+                  (unsigned long long)a, (unsigned long long)b, text);
+        cr_assert_lt(n, 64);
+        cr_assert_eq(json_u64(e, "bytes"), b - a + 1, "%s", text);
+        firsts[n] = a, lasts[n++] = b;
+    }
+    cr_assert_geq(n, 4, "%zu data requests for %llu bytes:\n%s", n,
+                  (unsigned long long)(t1 - t0), text);
+    for (uint64_t at = t0; at < t1;) { /* each byte once: the range starting where we are */
+        size_t k = 0;
+        while (k < n && firsts[k] != at)
+            k++;
+        cr_assert_lt(k, n, "no range starts at byte %llu:\n%s", (unsigned long long)at, text);
+        at = lasts[k] + 1;
+        firsts[k] = UINT64_MAX;
+    }
+    for (size_t k = 0; k < n; k++)
+        cr_assert_eq(firsts[k], UINT64_MAX, "a range fetched twice or overlapping:\n%s", text);
+    free(text);
+    json_decref(log);
+}
+
+/* TM_HTTP_HEAD_LIMIT bounds the header walk: past it the command stops with TM_LIMIT's message
+ * and has fetched no more than the limit. */
+Test(http, the_header_walk_stops_at_tm_http_head_limit)
+{
+    write_7b("qwen2-7b.gguf");
+    setenv("TM_HTTP_HEAD_LIMIT", "3M", 1);
+    size_t mark = log_mark();
+    tool_result r = tool_run("info", url("files/qwen2-7b.gguf"), NULL);
+    unsetenv("TM_HTTP_HEAD_LIMIT");
+    expect_fails(&r, "TM_HTTP_HEAD_LIMIT", NULL);
+    tool_result_free(&r);
+    json_t *log = log_since(mark);
+    traffic t = total(log);
+    cr_assert_leq(t.bytes, 3 * MiB, "%llu bytes fetched", (unsigned long long)t.bytes);
+    json_decref(log);
+}
+
+/* An output path that reads as a URL is refused before anything is written or fetched past
+ * the header. */
+Test(http, an_output_that_reads_as_a_url_is_refused)
+{
+    serve_golden("golden-a.gguf", "golden-a.gguf");
+    tool_result r = tool_run("dump", url("files/golden-a.gguf"), "f32.rows.weight", "-o",
+                             "hf:owner/repo/out.npy", NULL);
+    expect_fails(&r, "outputs are local files only", NULL);
+    tool_result_free(&r);
+    struct stat st;
+    cr_assert_neq(stat("hf:owner", &st), 0, "a local directory hf:owner appeared");
+}
+
 /* A server that ignores Range and sends the whole 4.3 GB file every time: the header
  * commands still work and stop reading early (well under the file: the server's count, which
  * includes what it pushed into the socket before the tool hung up); dump is refused. */
