@@ -429,8 +429,9 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
 /* ---------------------------------------------------------------------------------------------
  * Dequantization: decode blocks where they lie in the mapping into the caller's float buffer.
  * Nothing is allocated per call, except for a remote file's tensor: its blocks are fetched
- * into a buffer of at most 16 MiB, piece by piece, each decoded as it arrives (errors as
- * tm_tensor_fetch). A type without a kernel is TM_UNSUPPORTED naming the type.
+ * into two buffers of at most 16 MiB, piece by piece, each decoded as it arrives while the next
+ * is fetched (errors as tm_tensor_fetch). A type without a kernel is TM_UNSUPPORTED naming the
+ * type.
  * ------------------------------------------------------------------------------------------- */
 
 /* Decode n_blocks whole blocks starting at block first_block into out

@@ -1,11 +1,14 @@
 /* A tensor's bytes by range (tm_tensor_fetch), and decoding a remote tensor piece by piece: its
- * blocks are fetched into one buffer at a time and handed to the local decoder as a tensor of
- * their own, so that a remote decode runs the very kernels a local one does. */
+ * blocks are fetched into a buffer and handed to the local decoder as a tensor of their own, so
+ * that a remote decode runs the very kernels a local one does; the next piece is fetched while
+ * one is decoded. */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
-/* The most bytes of a remote tensor held at once while decoding it. */
+/* The most bytes of a remote tensor in one piece (two pieces are held: one decoded, one
+ * arriving). */
 #define PIECE_BYTES (16u << 20)
 
 tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, void *buf,
@@ -44,6 +47,22 @@ bool tm__tensor_is_remote(const tm_tensor *t)
            t->file->maps[t->shard].kind == TM__MAP_REMOTE;
 }
 
+/* One piece's fetch, run on a thread of its own while the piece before it is decoded. */
+typedef struct fetch_job {
+    const tm_tensor *t;
+    uint64_t offset, len;
+    uint8_t *buf;
+    tm_status st;
+    tm_error err;
+} fetch_job;
+
+static void *fetch_piece(void *arg)
+{
+    fetch_job *j = arg;
+    j->st = tm_tensor_fetch(j->t, j->offset, j->len, j->buf, &j->err);
+    return NULL;
+}
+
 tm_status tm__remote_pieces(const tm_tensor *t, uint64_t first, uint64_t n, uint64_t granule,
                             tm__piece_fn fn, void *ctx, tm_error *err)
 {
@@ -52,16 +71,29 @@ tm_status tm__remote_pieces(const tm_tensor *t, uint64_t first, uint64_t n, uint
     uint64_t per = PIECE_BYTES / granule_bytes;
     per = (per ? per : 1) * granule; /* blocks a piece: whole granules, at least one */
     const uint64_t cap = (n < per ? n : per) * bb;
-    uint8_t *buf = malloc(cap ? (size_t)cap : 1);
-    if (!buf)
+    /* two buffers: the next piece arrives in one while the other is decoded */
+    uint8_t *bufs[2] = {malloc(cap ? (size_t)cap : 1), n > per ? malloc((size_t)cap) : NULL};
+    if (!bufs[0] || (n > per && !bufs[1])) {
+        free(bufs[0]);
+        free(bufs[1]);
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %llu bytes of tensor "
-                        "data", (unsigned long long)cap);
-    tm_status st = TM_OK;
-    for (uint64_t done = 0; done < n && st == TM_OK;) {
+                        "data", (unsigned long long)(2 * cap));
+    }
+    fetch_job next = {t, first * bb, (n < per ? n : per) * bb, bufs[0], TM_OK, {0}};
+    fetch_piece(&next);
+    tm_status st = next.st;
+    if (st != TM_OK && err)
+        *err = next.err;
+    for (uint64_t done = 0, which = 0; done < n && st == TM_OK; which ^= 1) {
         const uint64_t k = n - done < per ? n - done : per;
-        st = tm_tensor_fetch(t, (first + done) * bb, k * bb, buf, err);
-        if (st != TM_OK)
-            break;
+        /* start the next piece's fetch (on this thread if no other can be had) */
+        pthread_t th;
+        bool more = done + k < n, threaded = false;
+        if (more) {
+            const uint64_t k2 = n - done - k < per ? n - done - k : per;
+            next = (fetch_job){t, (first + done + k) * bb, k2 * bb, bufs[which ^ 1], TM_OK, {0}};
+            threaded = pthread_create(&th, NULL, fetch_piece, &next) == 0;
+        }
         tm_tensor piece = *t;
         piece.n_dims = 2;
         piece.ne[0] = granule * be;
@@ -70,10 +102,20 @@ tm_status tm__remote_pieces(const tm_tensor *t, uint64_t first, uint64_t n, uint
         piece.n_elements = k * be;
         piece.n_bytes = k * bb;
         piece.offset = t->offset + (first + done) * bb;
-        piece.data = buf;
+        piece.data = bufs[which];
         st = fn(&piece, done, ctx, err);
+        if (threaded)
+            pthread_join(th, NULL);
+        else if (more && st == TM_OK)
+            fetch_piece(&next);
+        if (st == TM_OK && more && next.st != TM_OK) {
+            st = next.st;
+            if (err)
+                *err = next.err;
+        }
         done += k;
     }
-    free(buf);
+    free(bufs[0]);
+    free(bufs[1]);
     return st;
 }
