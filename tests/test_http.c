@@ -1024,6 +1024,50 @@ Test(http, a_large_tensor_comes_in_several_ranges_that_tile_it_once)
     json_decref(log);
 }
 
+/* The library on a remote tensor of several 16 MiB pieces (each decoded while the next one is
+ * fetched): tm_dequant_tensor gives every value where it belongs, values worked out here, and
+ * tm_matvec gives the local file's result bit for bit. */
+Test(http, a_tensor_of_several_pieces_decodes_every_value_in_place)
+{
+    enum { COLS = 4096, ROWS = 2560 }; /* 40 MiB of f32: pieces of 16, 16 and 8 MiB */
+    float *v = malloc(sizeof(float) * COLS * ROWS);
+    cr_assert_not_null(v);
+    for (size_t i = 0; i < (size_t)COLS * ROWS; i++)
+        v[i] = (float)((i / COLS * 7 + i % COLS * 13) % 1009);
+    char path[512];
+    snprintf(path, sizeof path, "%s/pieces.gguf", root);
+    tm_writer *w;
+    tm_error err;
+    ok(tm_writer_new(&w, &err), &err);
+    const uint64_t ne[2] = {COLS, ROWS};
+    ok(tm_writer_tensor(w, "w", TM_TYPE_F32, 2, ne, v, &err), &err);
+    ok(tm_writer_finish(w, path, &err), &err);
+    tm_file *remote, *local;
+    ok(tm_open(url("files/pieces.gguf"), 0, &remote, &err), &err);
+    ok(tm_open(path, 0, &local, &err), &err);
+    const tm_tensor *t = tm_tensor_find(remote, "w");
+    cr_assert_null(t->data, "a remote tensor has no data pointer");
+    float *got = malloc(sizeof(float) * COLS * ROWS);
+    cr_assert_not_null(got);
+    ok(tm_dequant_tensor(t, got, 2, &err), &err);
+    for (size_t i = 0; i < (size_t)COLS * ROWS; i++)
+        if (got[i] != (float)((i / COLS * 7 + i % COLS * 13) % 1009))
+            cr_assert_fail("value %zu (row %zu): %g", i, i / COLS, (double)got[i]);
+    float x[COLS], y_remote[ROWS], y_local[ROWS];
+    for (int c = 0; c < COLS; c++)
+        x[c] = (float)(c % 17) - 8.0f;
+    ok(tm_matvec(t, x, y_remote, TM_MATVEC_F32, 2, &err), &err);
+    ok(tm_matvec(tm_tensor_find(local, "w"), x, y_local, TM_MATVEC_F32, 2, &err), &err);
+    cr_assert_eq(memcmp(y_remote, y_local, sizeof y_local), 0);
+    uint64_t bytes, requests;
+    tm_file_fetched(remote, &bytes, &requests);
+    cr_assert_geq(bytes, 2 * 4ull * COLS * ROWS, "decoded twice, fetched twice");
+    tm_close(remote);
+    tm_close(local);
+    free(got);
+    free(v);
+}
+
 /* TM_HTTP_HEAD_LIMIT bounds the header walk: past it the command stops with TM_LIMIT's message
  * and has fetched no more than the limit. */
 Test(http, the_header_walk_stops_at_tm_http_head_limit)
