@@ -212,6 +212,13 @@ class File:
                 "file_offset": _c.tm_shard_layout(h.ptr, tc.shard).contents.data_start + tc.offset,
                 "nbytes": tc.n_bytes, "shard": tc.shard}
 
+    def fetched(self):
+        """What was downloaded for a file opened by URL, so far: (bytes, requests); (0, 0) for a
+        local file."""
+        got, requests = ctypes.c_uint64(), ctypes.c_uint64()
+        _c.tm_file_fetched(self._live().ptr, ctypes.byref(got), ctypes.byref(requests))
+        return got.value, requests.value
+
     def shards(self):
         """The paths of the files behind this index (one unless a sharded checkpoint)."""
         h = self._live()

@@ -101,6 +101,7 @@ SIGNATURES = {
     "tm_str_next": (c_bool, [POINTER(StrIter), POINTER(Str)]),
     "tm_tensor_fetch": (c_enum, [_tensor_p, c_uint64, c_uint64, c_void_p, _err_p]),
     "tm_file_is_remote": (c_bool, [_file_p]),
+    "tm_file_fetched": (None, [_file_p, POINTER(c_uint64), POINTER(c_uint64)]),
     "tm_dequant_rows": (c_enum, [_tensor_p, c_uint64, c_uint64, _float_p, _err_p]),
     "tm_dequant_tensor": (c_enum, [_tensor_p, _float_p, c_uint, _err_p]),
     "tm_matvec": (c_enum, [_tensor_p, _float_p, _float_p, c_uint, c_uint, _err_p]),

@@ -71,3 +71,17 @@ def test_a_missing_url_is_a_file_error_naming_http_404(server):
         tensormap.open(server + "/files/no-such.gguf")
     assert e.value.code == "NOT_FOUND"
     assert "HTTP 404" in e.value.message
+
+
+def test_fetched_counts_the_header_then_exactly_a_tensor_s_bytes(server, monkeypatch):
+    monkeypatch.setenv("TM_HTTP_CHUNK", "4K")   # the golden header fits; its data does not
+    with tensormap.open(corpus_path("golden", "golden-a.gguf")) as local:
+        assert local.fetched() == (0, 0)
+        name = "q4_K.rows.weight"
+        nbytes = local.info(name)["nbytes"]
+        start = local.info(name)["file_offset"]
+    assert start > 4096
+    with tensormap.open(server + "/files/golden-a.gguf") as remote:
+        assert remote.fetched() == (4096, 1)
+        remote.get_raw(name)
+        assert remote.fetched() == (4096 + nbytes, 2)
