@@ -53,96 +53,12 @@ static uint8x8_t grid_u8x4x2(const uint32_t *grid, unsigned i1, unsigned i2)
     return vreinterpret_u8_u32(vset_lane_u32(grid[i2], vdup_n_u32(grid[i1]), 1));
 }
 
-/* ---- iq2 ------------------------------------------------------------------------------------- */
+/* ---- iq2, iq3: the shared text ------------------------------------------------------------ */
 
-static void dequant_iq2_xxs_neon(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const uint8_t *rec = b + 2 + 8 * g;
-            const uint32_t a = tm__rd32(rec + 4);
-            const float32x4_t db = vdupq_n_f32(tm__iq_grid_scale(d, a >> 28, 0.25f));
-            for (int l = 0; l < 4; l++)
-                store_signed(dst + 8 * l, db, grid_u8x8(&tm__iq2xxs_grid[rec[l]]), tm__iq_ksign(a, l));
-        }
-    }
-}
-
-static void dequant_iq2_xs_neon(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 74) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const uint8_t *qs = b + 2 + 8 * g;
-            const float32x4_t db[2] = { vdupq_n_f32(tm__iq_grid_scale(d, b[66 + g] & 15u, 0.25f)),
-                                        vdupq_n_f32(tm__iq_grid_scale(d, b[66 + g] >> 4, 0.25f)) };
-            for (int l = 0; l < 4; l++) {
-                const unsigned v = tm__rd16(qs + 2 * l);
-                store_signed(dst + 8 * l, db[l / 2], grid_u8x8(&tm__iq2xs_grid[v & 511]), tm__ksigns_iq2xs[v >> 9]);
-            }
-        }
-    }
-}
-
-static void dequant_iq2_s_neon(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 82) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const float32x4_t db[2] = { vdupq_n_f32(tm__iq_grid_scale(d, b[74 + g] & 15u, 0.25f)),
-                                        vdupq_n_f32(tm__iq_grid_scale(d, b[74 + g] >> 4, 0.25f)) };
-            const unsigned qh = b[66 + g];
-            for (int l = 0; l < 4; l++) {
-                const unsigned idx = b[2 + 4 * g + l] | (qh >> 2 * l & 3u) << 8;
-                store_signed(dst + 8 * l, db[l / 2], grid_u8x8(&tm__iq2s_grid[idx]), b[34 + 4 * g + l]);
-            }
-        }
-    }
-}
-
-/* ---- iq3 ------------------------------------------------------------------------------------- */
-
-static void dequant_iq3_xxs_neon(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 98) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const uint8_t *qs = b + 2 + 8 * g;
-            const uint32_t a = tm__rd32(b + 66 + 4 * g);
-            const float32x4_t db = vdupq_n_f32(tm__iq_grid_scale(d, a >> 28, 0.5f));
-            for (int l = 0; l < 4; l++)
-                store_signed(dst + 8 * l, db, grid_u8x4x2(tm__iq3xxs_grid, qs[2 * l], qs[2 * l + 1]), tm__iq_ksign(a, l));
-        }
-    }
-}
-
-static void dequant_iq3_s_neon(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 110) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const uint8_t *qs = b + 2 + 8 * g;
-            const unsigned qh = b[66 + g];
-            const float32x4_t db = vdupq_n_f32(tm__iq_odd_scale(d, (unsigned)b[106 + g / 2] >> 4 * (g % 2) & 15u));
-            for (int l = 0; l < 4; l++) {
-                const unsigned i1 = qs[2 * l] | (qh >> 2 * l & 1u) << 8;
-                const unsigned i2 = qs[2 * l + 1] | (qh >> (2 * l + 1) & 1u) << 8;
-                store_signed(dst + 8 * l, db, grid_u8x4x2(tm__iq3s_grid, i1, i2), b[74 + 4 * g + l]);
-            }
-        }
-    }
-}
+#define IQ_VEC float32x4_t
+#define IQ_SPLAT(f) vdupq_n_f32(f)
+#define IQ_NAME(type) dequant_##type##_neon
+#include "dequant_iq_grid.h"
 
 /* ---- iq1 ------------------------------------------------------------------------------------- */
 

@@ -62,102 +62,12 @@ static void store_signed(float *dst, __m256 db, __m256 mag, unsigned s)
     _mm256_storeu_ps(dst, _mm256_mul_ps(_mm256_mul_ps(db, mag), pm));
 }
 
-/* the scale of an iq2_xxs, iq2_xs, iq2_s or iq3_xxs group, in every lane */
-static __m256 grid_scale(float d, unsigned k, float f) { return _mm256_set1_ps(tm__iq_grid_scale(d, k, f)); }
+/* ---- iq2, iq3: the shared text ------------------------------------------------------------ */
 
-/* ---- iq2 ------------------------------------------------------------------------------------- */
-
-static void dequant_iq2_xxs_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const uint8_t *rec = b + 2 + 8 * g;
-            const uint32_t a = tm__rd32(rec + 4);
-            const __m256 db = grid_scale(d, a >> 28, 0.25f);
-#pragma GCC unroll 4
-            for (int l = 0; l < 4; l++)
-                store_signed(dst + 8 * l, db, grid_u8x8(&tm__iq2xxs_grid[rec[l]]), tm__iq_ksign(a, l));
-        }
-    }
-}
-
-static void dequant_iq2_xs_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 74) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const uint8_t *qs = b + 2 + 8 * g;
-            const __m256 db[2] = { grid_scale(d, b[66 + g] & 15u, 0.25f), grid_scale(d, b[66 + g] >> 4, 0.25f) };
-#pragma GCC unroll 4
-            for (int l = 0; l < 4; l++) {
-                const unsigned v = tm__rd16(qs + 2 * l);
-                store_signed(dst + 8 * l, db[l / 2], grid_u8x8(&tm__iq2xs_grid[v & 511]), tm__ksigns_iq2xs[v >> 9]);
-            }
-        }
-    }
-}
-
-static void dequant_iq2_s_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 82) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const __m256 db[2] = { grid_scale(d, b[74 + g] & 15u, 0.25f), grid_scale(d, b[74 + g] >> 4, 0.25f) };
-            const unsigned qh = b[66 + g];
-#pragma GCC unroll 4
-            for (int l = 0; l < 4; l++) {
-                const unsigned idx = b[2 + 4 * g + l] | (qh >> 2 * l & 3u) << 8;
-                store_signed(dst + 8 * l, db[l / 2], grid_u8x8(&tm__iq2s_grid[idx]), b[34 + 4 * g + l]);
-            }
-        }
-    }
-}
-
-/* ---- iq3 ------------------------------------------------------------------------------------- */
-
-static void dequant_iq3_xxs_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 98) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const uint8_t *qs = b + 2 + 8 * g;
-            const uint32_t a = tm__rd32(b + 66 + 4 * g);
-            const __m256 db = grid_scale(d, a >> 28, 0.5f);
-#pragma GCC unroll 4
-            for (int l = 0; l < 4; l++)
-                store_signed(dst + 8 * l, db, grid_u8x4x2(tm__iq3xxs_grid, qs[2 * l], qs[2 * l + 1]), tm__iq_ksign(a, l));
-        }
-    }
-}
-
-static void dequant_iq3_s_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 110) {
-        const float d = half(b);
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; g++, dst += 32) {
-            const uint8_t *qs = b + 2 + 8 * g;
-            const unsigned qh = b[66 + g];
-            const __m256 db = _mm256_set1_ps(tm__iq_odd_scale(d, (unsigned)b[106 + g / 2] >> 4 * (g % 2) & 15u));
-#pragma GCC unroll 4
-            for (int l = 0; l < 4; l++) {
-                const unsigned i1 = qs[2 * l] | (qh >> 2 * l & 1u) << 8;
-                const unsigned i2 = qs[2 * l + 1] | (qh >> (2 * l + 1) & 1u) << 8;
-                store_signed(dst + 8 * l, db, grid_u8x4x2(tm__iq3s_grid, i1, i2), b[74 + 4 * g + l]);
-            }
-        }
-    }
-}
+#define IQ_VEC __m256
+#define IQ_SPLAT(f) _mm256_set1_ps(f)
+#define IQ_NAME(type) dequant_##type##_avx2
+#include "dequant_iq_grid.h"
 
 /* ---- iq1 ------------------------------------------------------------------------------------- */
 
