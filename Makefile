@@ -62,7 +62,7 @@ WERROR ?=
 # -Wswitch-enum is left out: switches over file-supplied type ids have a default on purpose.
 
 BASE_CFLAGS := $(WARN) $(OPT) -D_GNU_SOURCE -Iinclude -pthread
-LIB_CFLAGS  := $(BASE_CFLAGS) -Isrc -fPIC -fvisibility=hidden -DTM_BUILDING_LIBRARY \
+LIB_CFLAGS  := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DTM_BUILDING_LIBRARY \
                -ffp-contract=off
 ALL_CFLAGS  = $(BASE_CFLAGS) $(CFLAGS)
 # What the library needs (and so tensormap.pc's Libs.private), and what the tool adds to it.
@@ -86,10 +86,10 @@ Q := $(if $(V),,@)
 OBJ_DIR := $(B)/obj
 include mk/sources.mk
 
-TOOL_SRCS := tools/tensormap.c $(wildcard tools/cli*.c tools/cmd_*.c)
+TOOL_SRCS := tools/tensormap.c $(sort $(wildcard tools/cli/*.c tools/cmd/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(B)/obj/%.o)
-EXAMPLES  := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/matvec.c tools/mkdemo.c))
-TEST_SRCS := $(wildcard tests/*.c)
+EXAMPLES  := $(patsubst examples/%.c,$(B)/%,$(wildcard examples/*.c))
+TEST_SRCS := $(sort $(wildcard tests/*.c tests/support/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(B)/obj/%.o)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCHES   := $(BENCH_SRCS:bench/%.c=$(B)/bench/%)
@@ -100,35 +100,52 @@ SHARED := $(B)/libtensormap.so.$(VERSION)
 
 .PHONY: all lib demo test check test-golden bench fuzz install uninstall test-install clean deps \
         check-exports check-san cross-arm check-arm test-python
-all: lib $(B)/tensormap $(B)/tensormap.1 $(EXAMPLES) $(if $(wildcard tools/mkdemo.c),$(B)/demo.gguf)
+all: lib $(B)/tensormap $(B)/tensormap.1 $(EXAMPLES) $(B)/demo.gguf
 
 lib: $(STATIC) $(SHARED)
 
 # ---- dependencies: Debian packages, installed by apt-get when missing and we are root --------
 
-DEPS_STAMP := $(B)/.deps
-deps: $(DEPS_STAMP)
+# Two sets: what the library and the tool build against (every object waits for it), and what
+# the tests add (Criterion, numpy, pytest, the lz4 and openssl programs), wanted by `make test`.
+DEPS_STAMP := $(B)/.deps-lib
+TEST_DEPS_STAMP := $(B)/.deps-test
+deps: $(DEPS_STAMP) $(TEST_DEPS_STAMP)
 $(DEPS_STAMP):
 	$(Q)mkdir -p $(B)
-	$(Q)./scripts/deps.sh
+	$(Q)CURL=$(CURL) ./scripts/deps.sh lib
+	$(Q)touch $@
+$(TEST_DEPS_STAMP):
+	$(Q)mkdir -p $(B)
+	$(Q)CURL=$(CURL) ./scripts/deps.sh test
 	$(Q)touch $@
 
 # ---- compile ---------------------------------------------------------------------------------
 
-$(B)/obj/src/%.o: src/%.c $(wildcard src/*.h) include/tensormap.h mk/sources.mk | $(DEPS_STAMP)
-	@mkdir -p $(dir $@)
-	$(if $(V),,@echo "  CC      $<")
-	$(Q)$(CC) $(LIB_CFLAGS) $(ISA_FLAGS) $(CFLAGS) -c $< -o $@
+# Header dependencies come from the compiler (-MMD -MP: a .d file beside each object).
+DEPFLAGS := -MMD -MP
 
-$(B)/obj/tools/%.o: tools/%.c $(wildcard tools/*.h) include/tensormap.h | $(DEPS_STAMP)
+$(B)/obj/src/%.o: src/%.c mk/sources.mk | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(V),,@echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) $(ISA_FLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(B)/obj/tests/%.o: tests/%.c $(wildcard tests/*.h) include/tensormap.h | $(DEPS_STAMP)
+$(B)/obj/tools/%.o: tools/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(V),,@echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Isrc -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(B)/obj/examples/%.o: examples/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(B)/obj/tests/%.o: tests/%.c | $(DEPS_STAMP) $(TEST_DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes $(DEPFLAGS) -c $< -o $@
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 
 $(STATIC): $(LIB_OBJS)
 	$(if $(V),,@echo "  AR      $@")
@@ -144,15 +161,15 @@ $(B)/tensormap: $(TOOL_OBJS) $(STATIC)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) $(SANLD) -o $@ $(TOOL_OBJS) $(STATIC) $(LDFLAGS) $(TOOL_LIBS)
 
-$(B)/%: $(B)/obj/tools/%.o $(STATIC)
+$(B)/%: $(B)/obj/examples/%.o $(STATIC)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) $(SANLD) -o $@ $< $(STATIC) $(LDFLAGS) $(LIB_LIBS)
 
 # what bench/dequant prints as the library's flags
 BENCH_LIB_FLAGS = $(OPT) -ffp-contract=off $(CFLAGS); scalar file +$(SCALAR_OPT); \
                   avx2 file +$(AVX2_FLAGS) $(AVX2_OPT); avx512 file +$(AVX512_FLAGS)
-# bench/open writes its model with tools/qwen2_model.h
-$(B)/bench/%: bench/%.c $(STATIC) $(wildcard tools/*.h bench/*.h) | $(DEPS_STAMP)
+# bench/open writes its model with examples/qwen2_model.h
+$(B)/bench/%: bench/%.c $(STATIC) $(wildcard examples/*.h bench/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(if $(V),,@echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -DTM_BENCH_LIB_FLAGS='"$(BENCH_LIB_FLAGS)"' -o $@ $< $(STATIC) \
@@ -193,10 +210,10 @@ export TM_MATVEC = $(abspath $(B)/matvec)
 export TM_CORPUS = $(abspath ../shared/corpus)
 export TM_FAIL_SHIM = $(abspath $(B)/fail_io.so)
 export TM_RESOLVE_SHIM = $(abspath $(B)/no_resolve.so)
-export TM_HTTP_SERVER = $(abspath tests/http_server.py)
+export TM_HTTP_SERVER = $(abspath tests/support/http_server.py)
 export TM_README = $(abspath README.md)
 
-test: all $(B)/test_tensormap $(B)/fail_io.so $(B)/no_resolve.so check-exports
+test: $(TEST_DEPS_STAMP) all $(B)/test_tensormap $(B)/fail_io.so $(B)/no_resolve.so check-exports
 	$(B)/test_tensormap $(TEST_ARGS) $(SAN_GATE)
 	$(PYTEST)
 
@@ -301,16 +318,16 @@ test-install:
 	rm -rf $(B)/stage && $(MAKE) install DESTDIR=$(abspath $(B)/stage) PREFIX=/usr
 	$(Q)cd $(B)/stage && export PKG_CONFIG_SYSROOT_DIR=$$PWD PKG_CONFIG_PATH=$$PWD/usr/lib/pkgconfig \
 	  && set -x \
-	  && $(CC) -o shared $(CURDIR)/tools/matvec.c $$(pkg-config --cflags --libs tensormap) \
+	  && $(CC) -o shared $(CURDIR)/examples/matvec.c $$(pkg-config --cflags --libs tensormap) \
 	  && LD_LIBRARY_PATH=$$PWD/usr/lib ./shared --help >/dev/null \
-	  && $(CC) -o static $(CURDIR)/tools/matvec.c $$(pkg-config --cflags --libs tensormap-static) \
+	  && $(CC) -o static $(CURDIR)/examples/matvec.c $$(pkg-config --cflags --libs tensormap-static) \
 	  && ./static --help >/dev/null && ! ldd ./static | grep libtensormap
 # A fully static program cannot take libcurl on Debian (its GSSAPI and LDAP dependencies ship no
 # static archives): it links the library built with CURL=0, which also proves that build works
 # and refuses a URL with its message.
 	$(MAKE) CURL=0 B=$(B)/nocurl $(B)/nocurl/libtensormap.a
 	$(Q)cd $(B)/stage && set -x \
-	  && $(CC) -static -o all-static $(CURDIR)/tools/matvec.c -I$(CURDIR)/include \
+	  && $(CC) -static -o all-static $(CURDIR)/examples/matvec.c -I$(CURDIR)/include \
 	       $(abspath $(B)/nocurl/libtensormap.a) -ljansson -lpthread -lm \
 	  && ./all-static --help >/dev/null && ! ldd ./all-static 2>&1 | grep libtensormap \
 	  && { ./all-static hf:owner/repo/model.gguf w 2>&1 || true; } | grep 'built without libcurl'

@@ -3,7 +3,7 @@
  * 4,677,120,000 bytes of tensor data left as a sparse hole), against the ceiling of copying
  * the header's bytes once with memcpy. One sample = tm_open + one tm_tensor_find + tm_close.
  * The file is written to $TMPDIR (or /tmp) with the project's writer and removed at the end. */
-#include "../tools/qwen2_model.h"
+#include "../examples/qwen2_model.h"
 #include "bench.h"
 
 #include <fcntl.h>

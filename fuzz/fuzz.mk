@@ -15,7 +15,7 @@ ARCH         := $(shell $(FUZZ_CC) -dumpmachine | cut -d- -f1)
 
 SAN       := -fsanitize=address,undefined -fsanitize=alignment -fno-sanitize-recover=all
 COMMON    := -std=c11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE -pthread -Iinclude $(SAN)
-LIB_FLAGS := $(COMMON) -Isrc -fsanitize=fuzzer-no-link -DTM_BUILDING_LIBRARY -ffp-contract=off
+LIB_FLAGS := $(COMMON) -fsanitize=fuzzer-no-link -DTM_BUILDING_LIBRARY -ffp-contract=off
 OWN_FLAGS := $(COMMON) -Wall -Wextra -Wconversion -Wshadow -Werror
 LIBS      := -ljansson -llz4 -lpthread -lm
 
@@ -48,7 +48,7 @@ fuzz: fuzz-build seeds
 
 fuzz-build: $(FB)/fuzz_gguf $(FB)/fuzz_safetensors
 
-$(FB)/obj/src/%.o: src/%.c $(wildcard src/*.h src/*/*.h) include/tensormap.h
+$(FB)/obj/src/%.o: src/%.c $(wildcard src/*/*.h src/*/*/*.h) include/tensormap.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(LIB_FLAGS) $(ISA_FLAGS) -c $< -o $@
 

@@ -2,27 +2,34 @@
 # two builds cannot drift. Set ARCH (the target's, from `$(CC) -dumpmachine`) and OBJ_DIR (where
 # this build's objects go) before including.
 
-LIB_SRCS := $(wildcard src/*.c)
+# One list per part of the library; each part may use only the parts listed before it
+# (common <- io <- read <- compute, write), which `make check-layers` enforces.
+COMMON_SRCS  := $(sort $(wildcard src/common/*.c))
+IO_SRCS      := $(sort $(wildcard src/io/*.c))
+READ_SRCS    := $(sort $(wildcard src/read/*.c))
+COMPUTE_SRCS := $(sort $(wildcard src/compute/*.c))
+WRITE_SRCS   := $(sort $(wildcard src/write/*.c))
+LIB_SRCS := $(COMMON_SRCS) $(IO_SRCS) $(READ_SRCS) $(COMPUTE_SRCS) $(WRITE_SRCS)
 
 # Kernel files, one line each, in the list of the instruction set they are built for: the list
 # gives them its -m flags, and nothing else gets any. (A new file's table also goes into
-# TM__KERNEL_TABLES in src/dequant.h; a matvec file's, into src/matvec.c's chains.)
+# TM__KERNEL_TABLES in src/compute/dequant.h; a matvec file's, into src/compute/matvec.c's chains.)
 AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
-AVX2_SRCS    := src/x86/dequant_avx2.c
-AVX2_SRCS    += src/x86/dequant_avx2_small.c
-AVX2_SRCS    += src/x86/dequant_avx2_iq.c
-AVX2_SRCS    += src/x86/matvec_avx2.c
-AVX512_SRCS  := src/x86/dequant_avx512.c
-AVX512_SRCS  += src/x86/dequant_avx512_small.c
-AVX512_SRCS  += src/x86/dequant_avx512_iq.c
-AVX512_SRCS  += src/x86/matvec_avx512.c
-NEON_SRCS    := src/arm/dequant_neon.c
-NEON_SRCS    += src/arm/dequant_neon_iq.c
-NEON_SRCS    += src/arm/matvec_neon.c
+AVX2_SRCS    := src/compute/x86/dequant_avx2.c
+AVX2_SRCS    += src/compute/x86/dequant_avx2_lut.c
+AVX2_SRCS    += src/compute/x86/dequant_avx2_iq.c
+AVX2_SRCS    += src/compute/x86/matvec_avx2.c
+AVX512_SRCS  := src/compute/x86/dequant_avx512.c
+AVX512_SRCS  += src/compute/x86/dequant_avx512_lut.c
+AVX512_SRCS  += src/compute/x86/dequant_avx512_iq.c
+AVX512_SRCS  += src/compute/x86/matvec_avx512.c
+NEON_SRCS    := src/compute/arm/dequant_neon.c
+NEON_SRCS    += src/compute/arm/dequant_neon_iq.c
+NEON_SRCS    += src/compute/arm/matvec_neon.c
 
 ifeq ($(ARCH),x86_64)
-LIB_SRCS += src/x86/cpu.c $(AVX2_SRCS) $(AVX512_SRCS)
+LIB_SRCS += src/compute/x86/cpu.c $(AVX2_SRCS) $(AVX512_SRCS)
 endif
 ifeq ($(ARCH),aarch64)
 LIB_SRCS += $(NEON_SRCS)
@@ -37,8 +44,8 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ_DIR)/%.o)
 # AVX-512 dequant file lost up to 25% on q2_K, q4_K and q6_K at -O3, so it keeps the build's.
 SCALAR_OPT  := -O3
 AVX2_OPT    := -O3
-SCALAR_SRCS := src/dequant_scalar.c src/dequant_scalar_iq.c src/dequant_scalar_small.c
-AVX2_O3_SRCS := src/x86/dequant_avx2.c
+SCALAR_SRCS := src/compute/dequant_scalar.c src/compute/dequant_scalar_iq.c src/compute/dequant_scalar_lut.c
+AVX2_O3_SRCS := src/compute/x86/dequant_avx2.c
 
 $(AVX2_SRCS:%.c=$(OBJ_DIR)/%.o):   ISA_FLAGS := $(AVX2_FLAGS)
 $(AVX512_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX512_FLAGS)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write src/quant_tables.c and src/quant_tables.h from ../shared/formats/ggml-tables.txt.
+"""Write src/compute/quant_tables.c and src/compute/quant_tables.h from ../shared/formats/ggml-tables.txt.
 
 The constant tables of the i-quant, fp4 and 1/2-bit decoders (sign masks, grids, value tables)
 are ggml's; the data file holds them as plain numbers with their attribution. This script turns
@@ -99,7 +99,7 @@ def main():
             c.append("    " + ", ".join(literal(ctype, v) for v in values[i:i + per]) + ",")
         c += ["};", ""]
 
-    for rel, lines in (("src/quant_tables.h", h), ("src/quant_tables.c", c)):
+    for rel, lines in (("src/compute/quant_tables.h", h), ("src/compute/quant_tables.c", c)):
         with open(os.path.join(root, rel), "w") as f:
             f.write("\n".join(lines).rstrip("\n") + "\n")
 

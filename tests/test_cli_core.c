@@ -2,8 +2,8 @@
  * Expected numbers are worked out by hand from the shapes and FORMATS.md's block sizes, or
  * taken from the writer's own byte counter (tm_writer_header_bytes), never from the tool's
  * output; the golden files are checked against ggml's own reader (FILE.view.tsv). */
-#include "st_writer.h"
-#include "test_cli.h"
+#include "support/st_writer.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

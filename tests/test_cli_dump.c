@@ -1,8 +1,8 @@
 /* dump and stats: decoded values leave the tool in the formats people load, and the summaries
  * match numbers worked out here from the data the test wrote. The .npy reader is this file's
  * own; the .lz4 output goes through the real lz4 binary. */
-#include "helpers.h"
-#include "test_cli.h"
+#include "support/helpers.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

@@ -5,8 +5,8 @@
  * added later is run here without this file changing; each also runs with --no-mmap and
  * --all-shards after its arguments. Each run gets its own directory, as its
  * working directory and for any output path. */
-#include "st_writer.h"
-#include "test_cli.h"
+#include "support/st_writer.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

@@ -1,7 +1,7 @@
 /* header / write --from-header, tokens, sketch, ollama: resolution and the man page. The header
  * round trip is held against ggml's own golden files byte for byte; a multi-gigabyte sparse
  * file is made from a header written here by hand. */
-#include "test_cli.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

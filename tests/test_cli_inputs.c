@@ -2,8 +2,8 @@
  * people's files, streams that never end or are far too long, procfs files that report no size.
  * Each command runs under a time limit (SIGALRM set in the child survives exec), so a hang
  * fails the test instead of stopping the suite. */
-#include "st_writer.h"
-#include "test_cli.h"
+#include "support/st_writer.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

@@ -2,7 +2,7 @@
  * integers past 2^53 as strings and nothing else, floats in the fewest digits that read back
  * as the same value, offsets absolute, a tensor without finite values null in its stats. The
  * expected texts are written here by hand. */
-#include "test_cli.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

@@ -2,7 +2,7 @@
  * by hand from the shapes below (a Qwen2-7B layout: 28 blocks, width 3584, 28 heads, 4 KV
  * heads of 128, feed-forward 18944, vocabulary 152064, output not tied) and from llama.cpp's
  * cache layout: layers x context x KV heads x (key + value width) x bytes per value. */
-#include "test_cli.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

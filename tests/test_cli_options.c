@@ -1,7 +1,7 @@
 /* The tool's command line as a user types it: options before or after the command and its
  * arguments, every refusal naming the option and why, a suggestion for a near miss, exit 2 for
  * every usage error (a tensor or block the file lacks included) and 1 for a bad file. */
-#include "test_cli.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

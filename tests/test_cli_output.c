@@ -3,8 +3,8 @@
  * that must survive a failed write (a decoder missing, RLIMIT_FSIZE, a full device), outputs
  * that are the input by path, hard link or symlink (also a shard of a checkpoint), and the
  * library's writer over an existing file. */
-#include "st_writer.h"
-#include "test_cli.h"
+#include "support/st_writer.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

@@ -1,7 +1,7 @@
 /* tensormap compare, end to end, on the tiny llama-shaped checkpoint and its conversion of
  * llama_pair.h. */
-#include "llama_pair.h"
-#include "st_writer.h"
+#include "support/llama_pair.h"
+#include "support/st_writer.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>

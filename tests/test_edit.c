@@ -1,7 +1,7 @@
 /* tensormap edit: every value type, kept types and range checks, -o never touching the source,
  * and the original byte for byte intact when an in-place edit fails at any step (a file-size
  * limit; a write failure injected at each call by an LD_PRELOAD shim, tests/shim/fail_io.c). */
-#include "test_cli.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

@@ -2,8 +2,8 @@
  * references, the safetensors writer, and the command end to end — ggml's golden files back
  * as float32 bit for bit, and llama.cpp's conversion of a bf16 checkpoint (llama_pair.h) back
  * to the checkpoint's own bytes. */
-#include "llama_pair.h"
-#include "test_cli.h"
+#include "support/llama_pair.h"
+#include "support/test_cli.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>

@@ -1,8 +1,8 @@
 /* The GGUF walk's validation rules, one test each: the bad bytes are built here with the byte
  * builder (helpers.h), which also says where the broken field is, so the expected offset never
  * comes from the parser. Plus the valid shapes the walk must accept. */
-#include "helpers.h"
-#include "internal.h" /* tm__hash_bytes */
+#include "support/helpers.h"
+#include "../src/common/internal.h" /* tm__hash_bytes */
 
 #include <criterion/criterion.h>
 

@@ -1,5 +1,5 @@
 /* Hostile files: the shared corpus's crafted files get the verdict EXPECTED.tsv owes them, and
- * every class of issue 6's list is built here byte by byte (tests/helpers.h) and refused with
+ * every class of issue 6's list is built here byte by byte (tests/support/helpers.h) and refused with
  * the right code, a message naming the field, and the byte offset where the builder put that
  * field. The expected offsets come from the builder, never from the parser.
  *
@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
-#include "helpers.h"
+#include "support/helpers.h"
 #include "tensormap.h"
 
 #include <fcntl.h>

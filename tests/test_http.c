@@ -1,4 +1,4 @@
-/* Remote files: the tool against a real HTTP server on 127.0.0.1 (tests/http_server.py, started
+/* Remote files: the tool against a real HTTP server on 127.0.0.1 (tests/support/http_server.py, started
  * for each test and stopped after it). The server logs every request with the body bytes it
  * wrote, so the bounds on what a command transfers are checked against what went over the
  * wire, not against what the tool says it fetched. Expected values come from the corpus
@@ -6,9 +6,9 @@
  * here by hand (the sizes of a header written here). Nothing leaves the machine: the proxy
  * variables are cleared, HF_ENDPOINT always points at the local server, and the one test of
  * a host that does not resolve runs under a shim whose getaddrinfo knows only localhost. */
-#include "http_serve.h"
-#include "st_writer.h"
-#include "test_cli.h"
+#include "support/http_serve.h"
+#include "support/st_writer.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 
@@ -30,7 +30,7 @@
 #define MiB (1ull << 20)
 #define CHUNK (2 * MiB) /* the first request, and each further step of the header walk */
 
-/* ---- the server (tests/http_serve.c) ------------------------------------------------------ */
+/* ---- the server (tests/support/http_serve.c) ------------------------------------------------------ */
 
 static server plain, secure;
 static char root[256];

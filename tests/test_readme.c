@@ -4,11 +4,11 @@
  * standard output must be the lines the README shows under it. A line that is only "…" marks a
  * cut: the shown lines on either side of it must appear in that order, anything may stand in
  * the cut. Without a cut at the start or end, the output must start or end as shown. Trailing
- * spaces are not compared. The hf: examples go to the local test server (tests/http_server.py),
+ * spaces are not compared. The hf: examples go to the local test server (tests/support/http_server.py),
  * which serves the demo model as the Hub would serve tensormap/demo/demo.gguf: HF_ENDPOINT
  * points at it. */
-#include "http_serve.h"
-#include "test_cli.h"
+#include "support/http_serve.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 

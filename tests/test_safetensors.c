@@ -1,7 +1,7 @@
 /* Safetensors through tm_open: every dtype, shapes, metadata, sharded checkpoints, and one test
  * per validation rule of the reference (Hugging Face safetensors), each checking the code and
- * that the message names the entry. Files are built here with tests/st_writer.c. */
-#include "st_writer.h"
+ * that the message names the entry. Files are built here with tests/support/st_writer.c. */
+#include "support/st_writer.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>

@@ -1,7 +1,7 @@
 /* Split GGUF sets (llama.cpp's gguf-split layout) through tm_open and the tool: sets written
  * here with the library's writer, a first shard without tensors, the old general.split* names,
  * and every refusal with its message. */
-#include "test_cli.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* A writer seeded from an open file (tm_writer_new_from, tm_writer_kv_copy, tm_writer_kv_delete,
  * tm_writer_tensor_copy, verification): what it writes is compared with the source byte for
  * byte, never with what the code under test says. */
-#include "test_cli.h"
+#include "support/test_cli.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

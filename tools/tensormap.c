@@ -1,5 +1,5 @@
 /* tensormap — explain a model file, or pull its weights out. One function per subcommand. */
-#include "cli_util.h"
+#include "cli/cli_util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 """ollama:NAME[:TAG] -> the GGUF blob Ollama keeps for it, as the tool resolves it
-(tools/cli_ollama.c; the C library itself takes only paths). The store is $OLLAMA_MODELS or
+(tools/cli/ollama.c; the C library itself takes only paths). The store is $OLLAMA_MODELS or
 ~/.ollama/models; the manifest manifests/registry.ollama.ai/library/NAME/TAG (TAG "latest" by
 default; NAME with one '/' is NAMESPACE/NAME, with two HOST/NAMESPACE/NAME) lists layers, and the
 one of media type application/vnd.ollama.image.model is blobs/sha256-<hex>."""

@@ -1,4 +1,4 @@
-"""A file on a web server through the Python package: tests/http_server.py on 127.0.0.1 serves a
+"""A file on a web server through the Python package: tests/support/http_server.py on 127.0.0.1 serves a
 copy of a golden file; what comes back over HTTP must be what ggml decoded, bit for bit."""
 
 import os
@@ -19,13 +19,13 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("www")
     shutil.copy(corpus_path("golden", "golden-a.gguf"), root / "golden-a.gguf")
     port_file = root / "port"
-    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "http_server.py"),
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "support", "http_server.py"),
                              "--root", str(root), "--port-file", str(port_file)])
     deadline = time.monotonic() + 20
     while not port_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            pytest.fail("tests/http_server.py did not start (no port file within 20 s)")
+            pytest.fail("tests/support/http_server.py did not start (no port file within 20 s)")
         time.sleep(0.02)
     # a proxy from the environment must not see loopback requests
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.lower().endswith("_proxy")}

@@ -4,7 +4,7 @@
  * scalar on random blocks (fresh seed, printed); and all 65,536 halves and bf16 patterns against
  * the scalar path (which the x86 suite checks against an ldexp reference). Exit 1 on any
  * difference. */
-#include "../dequant_nan.h"
+#include "../support/dequant_nan.h"
 #include "tensormap.h"
 
 #include <stdio.h>

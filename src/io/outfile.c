@@ -1,0 +1,205 @@
+/* The one way the library (and the tool, through the public tm_outfile_* calls) writes a file:
+ * whole or not at all, and never at the expense of what the path named before.
+ *
+ * A regular-file destination is written as a new temporary file beside it (same directory, so
+ * the rename stays on one filesystem; O_EXCL, so it is always a file this process created),
+ * fsynced, renamed over the destination, and the directory fsynced so the rename survives a
+ * crash. On failure only that temporary file is removed. The destination is never opened for
+ * writing, truncated or unlinked: until the rename it is untouched, and after it a process that
+ * still maps the old file keeps the old inode. A character device or FIFO (/dev/null, a pipe to
+ * another program) cannot be replaced and is not ours to remove: it is opened and written
+ * directly, without O_TRUNC. */
+#include "../common/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct tm_outfile {
+    int fd;
+    char *dest; /* the file the rename replaces (a symlink's target), or the device */
+    char *temp; /* NULL when writing directly */
+};
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+/* The directory part of path ("." when there is none); malloc'ed. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return dup_str(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Create "DIR/.NAME.tmp-PID-N" exclusively; the name is tried again on a collision. */
+static int create_temp(const char *dest, char **temp)
+{
+    static unsigned counter;
+    const char *slash = strrchr(dest, '/');
+    const char *base = slash ? slash + 1 : dest;
+    const int dir_len = slash ? (int)(slash - dest) + 1 : 0;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED) ^
+                     (unsigned)(attempt ? time(NULL) * 2654435761u : 0);
+        char *p = NULL;
+        if (asprintf(&p, "%.*s.%s.tmp-%ld-%u", dir_len, dest, base, (long)getpid(), n) < 0)
+            return errno = ENOMEM, -1;
+        /* 0666 less the umask, as any new file; permissions of an old file are copied later */
+        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            *temp = p;
+            return fd;
+        }
+        int e = errno;
+        free(p);
+        if (e != EEXIST)
+            return errno = e, -1;
+    }
+    return errno = EEXIST, -1;
+}
+
+tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err)
+{
+    if (!out || !path || !*path)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_outfile_open: %s is NULL",
+                        out ? "the path" : "out");
+    *out = NULL;
+    if (tm__is_url(path))
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
+                        "%s: is read as a URL, and outputs are local files only (write ./%s for "
+                        "a local file of that name)", path, path);
+    tm_outfile *o = calloc(1, sizeof *o);
+    if (!o)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory opening %s", path);
+    o->fd = -1;
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (!exists && errno != ENOENT) {
+        tm_status s = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: %s", path, strerror(errno));
+        free(o);
+        return s;
+    }
+    /* A symlink stays a symlink: the file it names is the one replaced. */
+    o->dest = exists ? realpath(path, NULL) : dup_str(path);
+    if (!o->dest) {
+        tm_status s = tm__fail(err, errno == ENOMEM ? TM_NOMEM : TM_IO, TM_NO_OFFSET, "%s: %s",
+                               path, strerror(errno));
+        free(o);
+        return s;
+    }
+    tm_status s = TM_OK;
+    if (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+        o->fd = open(o->dest, O_WRONLY | O_CLOEXEC);
+        if (o->fd < 0)
+            s = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: %s", path, strerror(errno));
+    } else if (exists && !S_ISREG(st.st_mode)) {
+        s = tm__fail(err, TM_IO, TM_NO_OFFSET,
+                     "%s: not a regular file, character device or FIFO; not writing there",
+                     path);
+    } else {
+        o->fd = create_temp(o->dest, &o->temp);
+        if (o->fd < 0)
+            s = tm__fail(err, TM_IO, TM_NO_OFFSET,
+                         "%s: cannot create a temporary file beside it: %s", path,
+                         strerror(errno));
+        else if (exists)
+            (void)fchmod(o->fd, st.st_mode & 07777); /* best effort: a replaced file keeps its
+                                                      * permissions when we may set them */
+    }
+    if (s != TM_OK) {
+        free(o->dest);
+        free(o);
+        return s;
+    }
+    *out = o;
+    return TM_OK;
+}
+
+int tm_outfile_fd(const tm_outfile *o) { return o ? o->fd : -1; }
+
+const char *tm_outfile_temp_path(const tm_outfile *o) { return o ? o->temp : NULL; }
+
+static void release(tm_outfile *o)
+{
+    free(o->dest);
+    free(o->temp);
+    free(o);
+}
+
+void tm_outfile_abort(tm_outfile *o)
+{
+    if (!o)
+        return;
+    if (o->fd >= 0)
+        close(o->fd);
+    if (o->temp)
+        unlink(o->temp); /* ours, created with O_EXCL: never the destination */
+    release(o);
+}
+
+/* fsync the directory holding path, so that a rename in it is on disk. */
+static bool sync_dir(const char *path)
+{
+    char *dir = dir_of(path);
+    if (!dir)
+        return false;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd < 0)
+        return false;
+    bool ok = fsync(fd) == 0 || errno == EINVAL; /* some filesystems cannot sync a directory */
+    close(fd);
+    return ok;
+}
+
+tm_status tm_outfile_commit(tm_outfile *o, tm_error *err)
+{
+    if (!o)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_outfile_commit: NULL");
+    tm_status s = TM_OK;
+    if (!o->temp) {
+        if (close(o->fd) != 0)
+            s = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: %s", o->dest, strerror(errno));
+        o->fd = -1;
+        release(o);
+        return s;
+    }
+    if (fsync(o->fd) != 0)
+        s = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: writing it to disk: %s", o->dest,
+                     strerror(errno));
+    int fd = o->fd;
+    o->fd = -1;
+    if (close(fd) != 0 && s == TM_OK)
+        s = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: %s", o->dest, strerror(errno));
+    if (s == TM_OK && rename(o->temp, o->dest) != 0)
+        s = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: cannot rename the finished file into place: %s",
+                     o->dest, strerror(errno));
+    if (s != TM_OK) {
+        tm_outfile_abort(o);
+        return s;
+    }
+    if (!sync_dir(o->dest))
+        s = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: written, but its directory could not be "
+                     "synced: %s", o->dest, strerror(errno));
+    release(o);
+    return s;
+}

@@ -1,0 +1,131 @@
+/* The local HTTP server (tests/support/http_server.py) the remote-file tests and the README's examples
+ * run against, started and stopped by the tests. */
+#include "http_serve.h"
+
+#include "test_cli.h"
+
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A message (malloc'ed) saying why the server could not start. */
+__attribute__((format(printf, 1, 2))) static char *why(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) < 0)
+        m = NULL;
+    va_end(ap);
+    cr_assert_not_null(m);
+    return m;
+}
+
+char *server_try_start(server *s, const char *root, const char *name, const char *cert,
+                       const char *key)
+{
+    const char *script = getenv("TM_HTTP_SERVER");
+    if (!script)
+        return why("TM_HTTP_SERVER is not set (run the tests through make)");
+    if (access(script, R_OK) != 0)
+        return why("the test server %s is missing", script);
+    if (access("/usr/bin/python3", X_OK) != 0)
+        return why("the test server needs /usr/bin/python3 (as root: apt-get install "
+                   "python3)");
+    char port_file[256];
+    snprintf(port_file, sizeof port_file, "%s/%s.port", test_dir(), name);
+    snprintf(s->log, sizeof s->log, "%s/%s.log", test_dir(), name);
+    snprintf(s->out, sizeof s->out, "%s/%s.out", test_dir(), name);
+    s->tls = cert != NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == -1)
+        return why("fork: %s", strerror(errno));
+    if (pid == 0) {
+        int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int in = open("/dev/null", O_RDONLY);
+        if (out < 0 || in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+            _exit(127);
+        if (cert)
+            execl("/usr/bin/python3", "python3", script, "--root", root, "--port-file", port_file,
+                  "--log", s->log, "--tls", cert, key, (char *)NULL);
+        else
+            execl("/usr/bin/python3", "python3", script, "--root", root, "--port-file", port_file,
+                  "--log", s->log, (char *)NULL);
+        _exit(127);
+    }
+    s->pid = pid;
+    for (int waited = 0;; waited += 10) {
+        FILE *f = fopen(port_file, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", &s->port);
+            fclose(f);
+            if (ok == 1)
+                return NULL;
+            server_stop(s);
+            return why("the server's port file %s holds no number", port_file);
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            s->pid = 0;
+            char *out = read_all(s->out, NULL), *m;
+            m = why("the test server exited before it listened:\n%s", out);
+            free(out);
+            return m;
+        }
+        if (waited >= 15000) {
+            server_stop(s);
+            char *out = read_all(s->out, NULL), *m;
+            m = why("the test server wrote no port file within 15 s:\n%s", out);
+            free(out);
+            return m;
+        }
+        sleep_ms(10);
+    }
+}
+
+void server_stop(server *s)
+{
+    if (s->pid <= 0)
+        return;
+    kill(s->pid, SIGTERM);
+    int st;
+    for (int waited = 0; waited < 5000; waited += 10) {
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return;
+        }
+        sleep_ms(10);
+    }
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, &st, 0);
+    s->pid = 0;
+}
+
+void clean_environment(void)
+{
+    static const char *const vars[] = {
+        "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+        "no_proxy",   "NO_PROXY",    "HF_TOKEN",   "CURL_CA_BUNDLE", "SSL_CERT_FILE",
+        "SSL_CERT_DIR", "CURL_HOME", "TM_HTTP_CHUNK", "TM_HTTP_HEAD_LIMIT", "LD_PRELOAD"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    /* no curlrc either: libcurl does not read one, but say where HOME is */
+    setenv("HOME", test_dir(), 1);
+}
+

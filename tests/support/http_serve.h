@@ -1,0 +1,27 @@
+/* The local HTTP server (tests/support/http_server.py, TM_HTTP_SERVER) for the tests of remote files:
+ * on 127.0.0.1, a port the kernel chooses, its log and output in the test's directory. */
+#ifndef TM_TEST_HTTP_SERVE_H
+#define TM_TEST_HTTP_SERVE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct server {
+    pid_t pid;
+    int port;
+    bool tls;
+    char log[256], out[256]; /* its request log (JSON lines) and its output */
+} server;
+
+/* Start the server on root (cert and key for HTTPS, else NULL), named name in the test's
+ * directory. Waits (at most 15 s) for its port. NULL when it listens, else why not (malloc'ed),
+ * the server stopped. */
+char *server_try_start(server *s, const char *root, const char *name, const char *cert,
+                       const char *key);
+void server_stop(server *s);
+/* What the server sees must not be mixed with the outside: unset the proxy variables, HF_TOKEN,
+ * CURL_CA_BUNDLE, TM_HTTP_*, LD_PRELOAD; HOME becomes the test's directory. */
+void clean_environment(void);
+void sleep_ms(long ms);
+
+#endif

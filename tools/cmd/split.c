@@ -1,0 +1,180 @@
+/* tensormap split: one GGUF file into a split set in llama.cpp's gguf-split layout. The first
+ * shard holds split.no (u16), split.count (u16) and split.tensors.count (i32), then the
+ * source's metadata; the others hold the split.* keys alone (and general.alignment when the
+ * source declares one, so that every shard reads with the source's alignment). Tensors keep
+ * their order and their bytes, which the library copies from the source file. */
+#include "../cli/cli_util.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "usage: tensormap split [--max-tensors N | --max-size N[K|M|G]] FILE PREFIX\n"
+    "\n"
+    "Write the GGUF file FILE as a split set PREFIX-00001-of-0000K.gguf ... in llama.cpp's\n"
+    "gguf-split layout: every shard a complete GGUF file with split.no (u16, from 0),\n"
+    "split.count (u16) and split.tensors.count (i32); the metadata in the first shard only; the\n"
+    "source's version and alignment in every shard; the tensors in order, their bytes\n"
+    "unchanged. A shard ends before the tensor that would pass --max-tensors (128 unless\n"
+    "--max-size is given) or --max-size bytes of tensor data (K, M, G: 10^3, 10^6, 10^9, as\n"
+    "gguf-split counts; a larger tensor gets a shard of its own). Each shard is written to a\n"
+    "temporary file, read back, and renamed into place. tensormap merge undoes it.\n"
+    "\n"
+    "  --max-tensors N   at most N tensors per shard\n"
+    "  --max-size N      at most N bytes of tensor data per shard (soft, as in gguf-split)\n";
+
+/* The split keys, new and old names: a set's own bookkeeping, never the model's metadata. */
+bool cli_split_key(tm_str key)
+{
+    static const char *const names[] = {"split.", "general.split"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const size_t n = strlen(names[i]);
+        if (key.len >= n && memcmp(key.ptr, names[i], n) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* "500M" -> 500000000; false for anything else. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+    char digits[32];
+    size_t n = strlen(s);
+    uint64_t unit = 1;
+    if (n > 0 && strchr("KMG", s[n - 1])) {
+        unit = s[n - 1] == 'K' ? 1000u : s[n - 1] == 'M' ? 1000000u : 1000000000u;
+        n--;
+    }
+    if (n == 0 || n >= sizeof digits)
+        return false;
+    memcpy(digits, s, n);
+    digits[n] = '\0';
+    return cli_parse_u64(digits, out) && *out > 0 && !__builtin_mul_overflow(*out, unit, out);
+}
+
+/* Shard k (from 0) of n: its metadata, its tensors [first, end), written to path. */
+static int write_shard(const tm_file *f, uint32_t k, uint32_t n, uint64_t first, uint64_t end,
+                       const char *path)
+{
+    const tm_layout *l = tm_file_layout(f);
+    tm_writer *w = NULL;
+    tm_error err = {0};
+    const uint16_t no = (uint16_t)k, count = (uint16_t)n;
+    if (!cli_output_allowed(path))
+        return CLI_FAIL;
+    const int32_t total = (int32_t)l->n_tensors;
+    tm_status st = cli_model_writer(f, &w, &err);
+    if (st == TM_OK)
+        st = tm_writer_kv_scalar(w, "split.no", TM_V_U16, &no, &err);
+    if (st == TM_OK)
+        st = tm_writer_kv_scalar(w, "split.count", TM_V_U16, &count, &err);
+    if (st == TM_OK)
+        st = tm_writer_kv_scalar(w, "split.tensors.count", TM_V_I32, &total, &err);
+    for (uint64_t i = 0; st == TM_OK && i < l->n_kv; i++) {
+        const tm_kv *kv = tm_kv_at(f, i);
+        const bool alignment = kv->key.len == 17 && memcmp(kv->key.ptr, "general.alignment", 17) == 0;
+        if (!cli_split_key(kv->key) && (k == 0 || alignment))
+            st = tm_writer_kv_copy(w, kv, &err);
+    }
+    for (uint64_t i = first; st == TM_OK && i < end; i++)
+        st = tm_writer_tensor_copy(w, f, tm_tensor_at(f, i), NULL, false, &err);
+    if (cli_model_finish(w, st, &err, path) != CLI_OK)
+        return CLI_FAIL;
+    printf("%s: %" PRIu64 " tensor%s\n", path, end - first, end - first == 1 ? "" : "s");
+    return CLI_OK;
+}
+
+static int run(int argc, char **argv)
+{
+    static const struct option opts[] = {{"max-tensors", required_argument, NULL, 't'},
+                                         {"max-size", required_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    uint64_t max_tensors = 0, max_size = 0;
+    int c;
+    optind = 1;
+    while ((c = cli_getopt(argc, argv, "h", opts, &cmd_split)) != -1) {
+        if (c == 't' && !(cli_parse_u64(optarg, &max_tensors) && max_tensors > 0)) {
+            cli_errorf("split: --max-tensors wants a whole number above 0, not '%s'", optarg);
+            return CLI_USAGE;
+        } else if (c == 's' && !parse_size(optarg, &max_size)) {
+            cli_errorf("split: --max-size wants a number above 0 with K, M or G, not '%s'",
+                       optarg);
+            return CLI_USAGE;
+        } else if (c == 'h') {
+            return fputs(help, stdout), CLI_OK;
+        } else if (c != 't' && c != 's') {
+            return cli_usage(&cmd_split);
+        }
+    }
+    if (max_tensors && max_size) {
+        cli_errorf("split: --max-tensors and --max-size: one or the other");
+        return CLI_USAGE;
+    }
+    if (argc - optind != 2) {
+        cli_errorf("split: FILE and PREFIX");
+        return cli_usage(&cmd_split);
+    }
+    if (!max_tensors && !max_size)
+        max_tensors = 128;
+    const char *arg = argv[optind], *prefix = argv[optind + 1];
+    tm_file *f = cli_open(arg, 0);
+    if (!f)
+        return CLI_FAIL;
+    const tm_layout *l = tm_file_layout(f);
+    int rc = CLI_OK;
+    /* Where each shard starts: a shard ends before the tensor that would pass a limit. */
+    uint64_t *starts = malloc(((size_t)l->n_tensors + 1) * sizeof *starts);
+    uint64_t n = 0, in_shard = 0, bytes = 0;
+    if (l->format != TM_FORMAT_GGUF) {
+        cli_errorf("%s: split writes GGUF sets; this is not a GGUF file", arg);
+        rc = CLI_FAIL;
+    } else if (l->n_tensors > INT32_MAX || !starts) {
+        cli_errorf("%s: %" PRIu64 " tensors are more than a split set counts", arg, l->n_tensors);
+        rc = CLI_FAIL;
+    } else {
+        starts[n++] = 0;
+        for (uint64_t i = 0; i < l->n_tensors; i++) {
+            uint64_t size;
+            if (!cli_align_up(tm_tensor_at(f, i)->n_bytes, l->alignment, &size))
+                size = UINT64_MAX;
+            if (in_shard > 0 && ((max_tensors && in_shard >= max_tensors) ||
+                                 (max_size && (size > max_size - bytes || bytes > max_size)))) {
+                starts[n++] = i;
+                in_shard = 0;
+                bytes = 0;
+            }
+            in_shard++;
+            bytes = size > UINT64_MAX - bytes ? UINT64_MAX : bytes + size;
+        }
+        starts[n] = l->n_tensors;
+        if (n > 99999) {
+            cli_errorf("%s: %" PRIu64 " shards are more than the names' five digits count",
+                       arg, n);
+            rc = CLI_FAIL;
+        }
+    }
+    for (uint64_t k = 0; rc == CLI_OK && k < n; k++) {
+        char *path = NULL;
+        if (asprintf(&path, "%s-%05u-of-%05u.gguf", prefix, (unsigned)k + 1, (unsigned)n) < 0) {
+            cli_errorf("out of memory");
+            rc = CLI_FAIL;
+            break;
+        }
+        rc = write_shard(f, (uint32_t)k, (uint32_t)n, starts[k], starts[k + 1], path);
+        free(path);
+    }
+    free(starts);
+    tm_close(f);
+    return cli_finish_output(rc);
+}
+
+const cli_command cmd_split = {
+    .name = "split",
+    .alias = NULL,
+    .summary = "write a GGUF file as a split set (gguf-split's layout), tensor bytes unchanged",
+    .help = help,
+    .run = run,
+};
