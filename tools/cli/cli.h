@@ -109,7 +109,7 @@ void cli_man(FILE *out);
 extern const cli_command *const cli_commands[];
 const cli_command *cli_find_command(const char *name);
 
-/* The commands, one per tools/cmd/*.c. */
+/* The commands, one file each in tools/cmd/. */
 extern const cli_command cmd_info, cmd_meta, cmd_tensors;
 extern const cli_command cmd_stack, cmd_layer, cmd_check, cmd_bytes, cmd_stats, cmd_dump,
     cmd_tokens, cmd_header, cmd_write, cmd_sketch;
