@@ -99,7 +99,7 @@ SONAME := libtensormap.so.$(SOMAJOR)
 SHARED := $(B)/libtensormap.so.$(VERSION)
 
 .PHONY: all lib demo test check test-golden bench fuzz install uninstall test-install clean deps \
-        check-exports check-san cross-arm check-arm test-python
+        check-exports check-layers check-san cross-arm check-arm test-python
 all: lib $(B)/tensormap $(B)/tensormap.1 $(EXAMPLES) $(B)/demo.gguf
 
 lib: $(STATIC) $(SHARED)
@@ -261,6 +261,17 @@ check-arm: cross-arm
 	    tests/arm/matvec_check.c build-arm/libtensormap.a -lpthread -lm \
 	    -Wl,--unresolved-symbols=ignore-all
 	qemu-aarch64-static build-arm/matvec_check
+
+# The shape of the code, from the build's own objects (scripts/check_layers.sh): the library's
+# parts call only down (common <- io <- read <- compute, write; compute and write apart), the
+# tool's only down (cli <- cmd <- main; no command calls another), and no objects loop. The
+# script's own test plants each kind of bad call first, so that the check can be seen to fail.
+LIB_LAYERS  := src/common=1 src/io=2 src/read=3 src/compute=4 src/write=4
+TOOL_LAYERS := tools/cli=1 tools/cmd=2! tools/tensormap.o=3
+check-layers: $(LIB_OBJS) $(TOOL_OBJS)
+	$(Q)CC=$(CC) tests/check_layers_test.sh
+	$(Q)scripts/check_layers.sh $(B)/obj '$(LIB_LAYERS)' $(LIB_OBJS)
+	$(Q)scripts/check_layers.sh $(B)/obj '$(TOOL_LAYERS)' $(TOOL_OBJS)
 
 check-exports: $(SHARED)
 	$(Q)if nm -D --defined-only $(SHARED) | awk '$$2 ~ /^[TDBR]$$/ {print $$3}' | grep -v '^tm_' \
