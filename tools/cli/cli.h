@@ -22,7 +22,7 @@ typedef struct cli_command {
     int (*run)(int argc, char **argv); /* argv[0] is the command's name */
 } cli_command;
 
-/* The options that apply to every command (tools/tensormap.c), listed by --help and the man
+/* The options that apply to every command (tools/cli/commands.c), listed by --help and the man
  * page. anywhere: may also follow the command (main takes it out of argv before dispatch). */
 typedef struct cli_global_option {
     const char *name, *short_name;
@@ -48,7 +48,7 @@ void cli_report(const char *context, const tm_error *err);
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Print a tm_str safely: control bytes, DEL, C1 and bidirectional controls, backslash, quote
- * and invalid UTF-8 escaped (one helper, in cli.c, for every string from a file). */
+ * and invalid UTF-8 escaped (one helper, in tools/cli/text.c, for every string from a file). */
 void cli_print_str(FILE *out, tm_str s, uint64_t max_bytes);
 /* Print a message or a path (which may quote a file's bytes: a library message, a shard name
  * from an index) with the same escapes, but backslash, quote, newline and tab kept. */
@@ -105,7 +105,7 @@ void cli_sigbus_output(const char *temp_path);
  * source of truth); `tensormap --man` prints it. */
 void cli_man(FILE *out);
 
-/* The command table, in tools/tensormap.c. */
+/* The command table, in tools/cli/commands.c. */
 extern const cli_command *const cli_commands[];
 const cli_command *cli_find_command(const char *name);
 
