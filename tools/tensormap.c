@@ -1,7 +1,7 @@
 /* tensormap — explain a model file, or pull its weights out. main takes the options every
  * command shares and dispatches: the table is tools/cli/commands.c, each command a file of
  * tools/cmd/. */
-#include "cli/cli_util.h"
+#include "cli/cli.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* The command line: getopt with the tool's own messages, near-miss suggestions ("did you mean
  * --json?", a tensor name), argument counts and numbers. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* The command table and the options every command takes: what main dispatches on, and what
  * --help and the man page list. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <string.h>
 

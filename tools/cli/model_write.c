@@ -2,7 +2,7 @@
  * source, and the finish with a progress line on stderr (only when it is a terminal, and only
  * once the work has taken more than a second; a minimal one until the tool has one progress
  * helper for every command). */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <string.h>
 #include <time.h>

@@ -1,7 +1,7 @@
 /* Opening the file the user named: a path, "-" for standard input, or ollama:NAME[:TAG], with
  * the options every command takes (cli_open_flags), SIGBUS watched and the mapping protected
  * from being written over. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

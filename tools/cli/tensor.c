@@ -1,6 +1,6 @@
 /* Helpers the inspecting commands share: shapes, block numbers, offset order, and decoding a
  * tensor in bounded chunks. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

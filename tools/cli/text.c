@@ -1,7 +1,7 @@
 /* The tool's floor, which every other file of the tool may call and which calls none of them:
  * messages on stderr, the one escaping helper through which every string from a file reaches
  * the terminal, UTF-8, numbers as text, and the last check that stdout was written. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* tensormap check (alias account): the file added up out of its own header. Sizes (from each
  * tensor's shape and type) and offsets (as the file wrote them) are two accounts of one layout;
  * where they disagree the file is not consistent, and the exit status says so. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * source's metadata; the others hold the split.* keys alone (and general.alignment when the
  * source declares one, so that every shard reads with the source's alignment). Tensors keep
  * their order and their bytes, which the library copies from the source file. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <getopt.h>
 #include <inttypes.h>
