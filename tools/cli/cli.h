@@ -282,11 +282,8 @@ tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err);
  * message". */
 tm_status cli_model_writer(const tm_file *f, tm_writer **w, tm_error *err);
 int cli_model_finish(tm_writer *w, tm_status st, tm_error *err, const char *path);
-
-/* ---- tools/cmd/split.c ------------------------------------------------------------------- */
-
 /* A split set's own keys (split.*, and the older general.split*), which are never the
- * model's metadata. */
+ * model's metadata: split writes its own, merge leaves them out. */
 bool cli_split_key(tm_str key);
 
 /* ---- tools/cli/hfnames.c: Hugging Face names <-> llama.cpp's (llama, qwen2) -------------- */
