@@ -273,6 +273,11 @@ tm_file *cli_open(const char *arg, unsigned extra_flags);
 /* The same, saying nothing when the library refuses the file: *err holds why (err->code is
  * TM_OK when the failure was already reported, an ollama: name that does not resolve). */
 tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err);
+/* The same, saying nothing at all: resolves ollama:NAME[:TAG], watches SIGBUS over the open
+ * and records the mapping (cli_sigbus_watch, cli_sigbus_mapped, cli_output_protect_file). NULL
+ * on failure with *err saying why: the library's refusal, or an ollama: name that does not
+ * resolve (TM_NOT_FOUND, no offset, *unresolved set to true when unresolved is not NULL). */
+tm_file *cli_open_quiet(const char *arg, unsigned extra_flags, tm_error *err, bool *unresolved);
 
 /* ---- tools/cli/model_write.c: for the commands that write a model ------------------------ */
 

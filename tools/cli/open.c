@@ -19,17 +19,34 @@ tm_file *cli_open(const char *arg, unsigned extra_flags)
 
 tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err)
 {
+    bool unresolved;
+    tm_file *f = cli_open_quiet(arg, extra_flags, err, &unresolved);
+    if (unresolved) {
+        cli_errorf("%s: %s", arg, err->message);
+        err->code = TM_OK; /* reported: the caller says nothing more */
+    }
+    return f;
+}
+
+/* The one way the tool opens a file (check, which gives every failure as its verdict, calls it
+ * directly): what the two callers must not do differently is here once. */
+tm_file *cli_open_quiet(const char *arg, unsigned extra_flags, tm_error *err, bool *unresolved)
+{
     unsigned flags = cli_open_flags | extra_flags;
     if (strcmp(arg, "-") == 0)
         flags |= TM_OPEN_NO_MMAP; /* a pipe cannot be mapped */
     const char *path = arg;
     char *resolved = NULL;
+    if (unresolved)
+        *unresolved = false;
     /* ---- ollama:NAME[:TAG] is resolved here, to the blob the manifest names (ollama.c) */
     if (strncmp(arg, "ollama:", 7) == 0) {
-        char msg[TM_ERROR_MESSAGE_MAX];
-        resolved = cli_ollama_path(arg + 7, msg, sizeof msg);
+        resolved = cli_ollama_path(arg + 7, err->message, sizeof err->message);
         if (!resolved) {
-            cli_errorf("%s: %s", arg, msg);
+            err->code = TM_NOT_FOUND;
+            err->offset = TM_NO_OFFSET;
+            if (unresolved)
+                *unresolved = true;
             return NULL;
         }
         path = resolved;
