@@ -76,9 +76,10 @@ int main(int argc, char **argv)
             usage(stdout);
             return CLI_OK;
         } else {
-            const char *names[8];
+            const char *names[CLI_N_GLOBAL_OPTIONS];
             size_t n = 0;
-            for (const cli_global_option *o = cli_global_options; o->name; o++)
+            for (const cli_global_option *o = cli_global_options;
+                 o->name && n < sizeof names / sizeof names[0]; o++)
                 names[n++] = o->name + 2;
             const char *near = strncmp(argv[i], "--", 2) == 0
                                    ? cli_nearest(argv[i] + 2, names, n) : NULL;

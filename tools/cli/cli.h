@@ -322,6 +322,9 @@ typedef struct cli_global_option {
     unsigned open_flag; /* what it adds to cli_open_flags */
     const char *help;
 } cli_global_option;
+/* CLI_N_GLOBAL_OPTIONS entries, then {NULL}: commands.c checks the count when it compiles, so
+ * an array of CLI_N_GLOBAL_OPTIONS holds every option's name. */
+enum { CLI_N_GLOBAL_OPTIONS = 6 };
 extern const cli_global_option cli_global_options[];
 extern const cli_command *const cli_commands[];
 const cli_command *cli_find_command(const char *name);

@@ -38,6 +38,8 @@ const cli_global_option cli_global_options[] = {
     {"--man", NULL, false, 0, "print this manual page in roff (man -l <(tensormap --man))"},
     {NULL, NULL, false, 0, NULL},
 };
+_Static_assert(sizeof cli_global_options / sizeof cli_global_options[0] == CLI_N_GLOBAL_OPTIONS + 1,
+               "CLI_N_GLOBAL_OPTIONS in cli.h counts cli_global_options");
 
 const cli_command *cli_find_command(const char *name)
 {
