@@ -1,53 +1,9 @@
-/* tensormap — explain a model file, or pull its weights out. One function per subcommand. */
-#include "cli/cli_util.h"
+/* tensormap — explain a model file, or pull its weights out. main takes the options every
+ * command shares and dispatches: the table is tools/cli/commands.c, each command a file of
+ * tools/cmd/. */
+#include "cli/cli.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-unsigned cli_open_flags;
-
-const cli_command *const cli_commands[] = {
-    &cmd_info,
-    &cmd_meta,
-    &cmd_tensors,
-    &cmd_stack,
-    &cmd_layer,
-    &cmd_check,
-    &cmd_bytes,
-    &cmd_header,
-    &cmd_write,
-    &cmd_stats,
-    &cmd_dump,
-    &cmd_tokens,
-    &cmd_sketch,
-    &cmd_compare,
-    &cmd_split,
-    &cmd_merge,
-    &cmd_edit,
-    &cmd_export,
-    NULL,
-};
-
-const cli_global_option cli_global_options[] = {
-    {"--no-mmap", NULL, true, TM_OPEN_NO_MMAP,
-     "read the file into memory instead of mapping it (a file that may change while it is read)"},
-    {"--all-shards", NULL, true, TM_OPEN_ALL_SHARDS,
-     "open a sharded safetensors checkpoint or split GGUF set whole through any one shard"},
-    {"--one-shard", NULL, true, TM_OPEN_ONE_SHARD,
-     "open one shard of a split GGUF set alone (even the first, which opens the set)"},
-    {"--version", NULL, false, 0, "print the version and the instruction set decoding uses"},
-    {"--help", "-h", false, 0, "list the commands (tensormap help COMMAND for one command)"},
-    {"--man", NULL, false, 0, "print this manual page in roff (man -l <(tensormap --man))"},
-    {NULL, NULL, false, 0, NULL},
-};
-
-const cli_command *cli_find_command(const char *name)
-{
-    for (const cli_command *const *c = cli_commands; *c; c++)
-        if (strcmp((*c)->name, name) == 0 || ((*c)->alias && strcmp((*c)->alias, name) == 0))
-            return *c;
-    return NULL;
-}
 
 static void usage(FILE *out)
 {
@@ -120,9 +76,10 @@ int main(int argc, char **argv)
             usage(stdout);
             return CLI_OK;
         } else {
-            const char *names[8];
+            const char *names[CLI_N_GLOBAL_OPTIONS];
             size_t n = 0;
-            for (const cli_global_option *o = cli_global_options; o->name; o++)
+            for (const cli_global_option *o = cli_global_options;
+                 o->name && n < sizeof names / sizeof names[0]; o++)
                 names[n++] = o->name + 2;
             const char *near = strncmp(argv[i], "--", 2) == 0
                                    ? cli_nearest(argv[i] + 2, names, n) : NULL;

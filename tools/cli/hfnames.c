@@ -1,7 +1,7 @@
 /* Hugging Face tensor names and llama.cpp's, both ways, for the llama and qwen2 families
  * (compare pairs them; export writes them back), and the row permutation llama.cpp's converter
  * applies to llama's query and key projections. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

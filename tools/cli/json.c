@@ -1,6 +1,6 @@
 /* JSON values for the tool's --json output and the header dump: exact numbers, every byte of
  * every string kept, and readers for what the writers here produce. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* The man page, generated from the command table: each command's help text is the one source
  * of truth for `tensormap help NAME`, `NAME --help` and tensormap(1). `tensormap --man` prints
  * it; the Makefile writes $(B)/tensormap.1 from that. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <string.h>
 

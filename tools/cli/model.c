@@ -2,7 +2,7 @@
  * and how much memory the KV cache needs at a given context. Everything is counted from the
  * file (tensor shapes and types, the architecture's metadata); an architecture whose cache
  * layout is not known here is said to be unknown, never guessed. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* What the commands that write a model (split, merge, edit) share: a writer shaped like the
- * source, and the finish with a progress line on stderr (only when it is a terminal, and only
+ * source, the finish with a progress line on stderr (only when it is a terminal, and only
  * once the work has taken more than a second; a minimal one until the tool has one progress
- * helper for every command). */
-#include "cli_util.h"
+ * helper for every command), and which keys are a split set's own. */
+#include "cli.h"
 
 #include <string.h>
 #include <time.h>
@@ -33,6 +33,18 @@ static void progress_update(void *ctx, uint64_t done, uint64_t total)
     p->shown = true;
     fprintf(stderr, "\r%s: %3.0f%% of %.1f MB", p->what, 100.0 * (double)done / (double)total,
             (double)total / 1e6);
+}
+
+/* The split keys, new and old names: a set's own bookkeeping, never the model's metadata. */
+bool cli_split_key(tm_str key)
+{
+    static const char *const names[] = {"split.", "general.split"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const size_t n = strlen(names[i]);
+        if (key.len >= n && memcmp(key.ptr, names[i], n) == 0)
+            return true;
+    }
+    return false;
 }
 
 tm_status cli_model_writer(const tm_file *f, tm_writer **w, tm_error *err)

@@ -2,7 +2,7 @@
  * ~/.ollama/models; the manifest manifests/registry.ollama.ai/library/NAME/TAG (TAG "latest"
  * by default; NAME with a '/' is NAMESPACE/NAME, with two a HOST/NAMESPACE/NAME) lists layers,
  * and the one with mediaType application/vnd.ollama.image.model is blobs/sha256-<hex>. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  *   the temporary file before the process exits (cli_sigbus.c).
  * - An output that is the same file as an input (device and inode, so through hard links and
  *   symlinks, for every shard of every file opened by cli_open) is refused with a message. */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <stdlib.h>

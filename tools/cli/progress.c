@@ -3,7 +3,7 @@
  * at most ten times a second, and wiped when the work ends so the output around it is as
  * without it. TM_PROGRESS_AFTER_MS sets the first delay (a test that needs the line at once
  * sets 0). */
-#include "cli_util.h"
+#include "cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* tensormap bytes: the header as bytes, with a name against every field. A format with no
  * delimiters is a format where position is meaning; this prints the positions. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <getopt.h>
 #include <inttypes.h>

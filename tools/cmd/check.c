@@ -1,7 +1,7 @@
 /* tensormap check (alias account): the file added up out of its own header. Sizes (from each
  * tensor's shape and type) and offsets (as the file wrote them) are two accounts of one layout;
  * where they disagree the file is not consistent, and the exit status says so. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -310,22 +310,6 @@ static json_t *to_json(const tm_file *f, const account *a)
         cli_json_u64(tm_n_tensors(f) - a->contiguous), "types", types, "findings", findings);
 }
 
-/* Open without cli_open so that a refusal becomes this command's verdict, not just an error. */
-static tm_file *open_for_check(const char *arg, tm_error *err)
-{
-    char *resolved = NULL;
-    if (strncmp(arg, "ollama:", 7) == 0 &&
-        !(resolved = cli_ollama_path(arg + 7, err->message, sizeof err->message))) {
-        err->code = TM_NOT_FOUND;
-        return NULL;
-    }
-    tm_file *f = NULL;
-    cli_sigbus_watch(arg); /* as cli_open does: the walk reads the mapping */
-    tm_open(resolved ? resolved : arg, cli_open_flags, &f, err);
-    free(resolved);
-    return f;
-}
-
 static int run(int argc, char **argv)
 {
     bool json = false;
@@ -335,7 +319,9 @@ static int run(int argc, char **argv)
     if (rc >= 0)
         return rc;
     tm_error err = {0};
-    tm_file *f = open_for_check(arg, &err);
+    /* not cli_open: a refusal (an ollama: name that does not resolve too) is this command's
+     * verdict, not just an error */
+    tm_file *f = cli_open_quiet(arg, 0, &err, NULL);
     if (!f) {
         if (json) {
             cli_json_emit(json_pack("{s:b, s:s, s:s}", "consistent", 0, "refused", err.message,

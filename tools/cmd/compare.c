@@ -3,7 +3,7 @@
  * Face names) against GGUF (llama.cpp names): names are mapped for the llama and qwen2
  * families, and for llama the row permutation llama.cpp's converter applies to the query and
  * key projections is undone. Decoding goes in bounded chunks, never a whole big tensor. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <getopt.h>
 #include <inttypes.h>

@@ -1,7 +1,7 @@
 /* tensormap dump: a tensor's decoded float32 values on disk, as raw little-endian floats, as a
  * .npy array numpy.load reads with the right shape, or as a standard LZ4 frame. Decoded in
  * chunks of rows, so memory stays bounded however large the tensor. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <errno.h>
 #include <getopt.h>

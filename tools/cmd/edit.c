@@ -3,7 +3,7 @@
  * offsets and copied from the source file) to a temporary file beside the destination, reads it
  * back, and only then renames it into place: the source is never written, and an in-place edit
  * that fails at any step leaves the original byte for byte as it was. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -3,7 +3,7 @@
  * in bounded chunks, rounded to the chosen dtype and streamed into the file (the safetensors
  * writer puts the header first, so nothing is held but one chunk). With --names hf, the llama
  * and qwen2 names go back to Hugging Face's and llama's query/key rows are un-permuted. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <errno.h>
 #include <fnmatch.h>

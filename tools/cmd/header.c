@@ -2,7 +2,7 @@
  * complete enough for `tensormap write --from-header` to write the same header back byte for
  * byte; without, arrays are counted (and their byte size kept, so the header written back has
  * the same length and every offset still holds). */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

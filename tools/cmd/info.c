@@ -2,7 +2,7 @@
  * the file, what the metadata says the model is, the numbers people ask first (parameters,
  * bits per weight, the KV cache at a context), and where the header stops and the data starts.
  * Every number is a field of the file, the library's layout, or counted from them. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

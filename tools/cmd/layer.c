@@ -1,6 +1,6 @@
 /* tensormap layer N: one block taken apart tensor by tensor, then held against every other
  * block: a claim that N blocks are the same is a claim somebody should check. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* tensormap merge: a split GGUF set back into one file. The library opens the set as one model
  * (the first shard's metadata, every shard's tensors in order); the file written holds that
  * metadata without the split.* keys and every tensor with its bytes unchanged. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <getopt.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 /* tensormap meta: every metadata entry in the order the file holds them: index, key, type,
  * value, with long strings cut and arrays summarised. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * say where every field went (the writer's own byte counter, not arithmetic done here), read it
  * back and compare. --noalign reads the weights where the tensor infos end instead of at the
  * aligned data start: no error anywhere, and the numbers are wrong, which is the point shown. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <getopt.h>
 #include <inttypes.h>

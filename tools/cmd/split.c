@@ -3,7 +3,7 @@
  * source's metadata; the others hold the split.* keys alone (and general.alignment when the
  * source declares one, so that every shard reads with the source's alignment). Tensors keep
  * their order and their bytes, which the library copies from the source file. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -24,18 +24,6 @@ static const char help[] =
     "\n"
     "  --max-tensors N   at most N tensors per shard\n"
     "  --max-size N      at most N bytes of tensor data per shard (soft, as in gguf-split)\n";
-
-/* The split keys, new and old names: a set's own bookkeeping, never the model's metadata. */
-bool cli_split_key(tm_str key)
-{
-    static const char *const names[] = {"split.", "general.split"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const size_t n = strlen(names[i]);
-        if (key.len >= n && memcmp(key.ptr, names[i], n) == 0)
-            return true;
-    }
-    return false;
-}
 
 /* "500M" -> 500000000; false for anything else. */
 static bool parse_size(const char *s, uint64_t *out)

@@ -1,7 +1,7 @@
 /* tensormap stack: every tensor with the block number taken out of its name, so that a model's
  * repeated blocks collapse into one row per name; then where the bytes are: in front of the
  * stack, in it, behind it, and the smallest and largest block. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* tensormap stats: decode tensors in bounded chunks and summarise them: the first values,
  * min, max, mean, standard deviation (accumulated in double), NaN and infinity counts, and a
  * histogram a person can read in a terminal. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <limits.h>

@@ -1,6 +1,6 @@
 /* tensormap tensors: every tensor in file order, with its shape, element type, offset from the
  * data start and size (computed from shape and type, never from the next offset). */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* tensormap tokens: the first entries of the vocabulary (tokenizer.ggml.tokens), with their ids,
  * types and scores, printed so that no token can drive the terminal. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* tensormap write --from-header: a GGUF file with exactly the header a JSON dump describes and
  * a data section of the declared size, left as a hole (ftruncate: sparse, nothing written). A
  * 45 KB header then stands in for a multi-gigabyte model in tests and arithmetic. */
-#include "../cli/cli_util.h"
+#include "../cli/cli.h"
 
 #include <ctype.h>
 #include <errno.h>
