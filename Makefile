@@ -264,10 +264,11 @@ check-arm: cross-arm
 
 # The shape of the code, from the build's own objects (scripts/check_layers.sh): the library's
 # parts call only down (common <- io <- read <- compute, write; compute and write apart), the
-# tool's only down (cli <- cmd <- main; no command calls another), and no objects loop. The
-# script's own test plants each kind of bad call first, so that the check can be seen to fail.
+# tool's only down (cli <- cmd <- the command table <- the man page <- main; no command calls
+# another), and no objects loop. The script's own test plants each kind of bad call first, so
+# that the check can be seen to fail.
 LIB_LAYERS  := src/common=1 src/io=2 src/read=3 src/compute=4 src/write=4
-TOOL_LAYERS := tools/cli=1 tools/cmd=2! tools/tensormap.o=3
+TOOL_LAYERS := tools/cli=1 tools/cmd=2! tools/cli/commands.o=3 tools/cli/man.o=4 tools/tensormap.o=5
 check-layers: $(LIB_OBJS) $(TOOL_OBJS)
 	$(Q)CC=$(CC) tests/check_layers_test.sh
 	$(Q)scripts/check_layers.sh $(B)/obj '$(LIB_LAYERS)' $(LIB_OBJS)
