@@ -215,11 +215,26 @@ typedef struct buffers {
     cli_progress progress; /* bytes written, over every file */
 } buffers;
 
+/* Round n decoded values to dtype and write them. */
+static tm_status write_values(const plan *p, const float *vals, uint64_t n, buffers *b,
+                              tm_st_writer *w, tm_error *err)
+{
+    const void *bytes = vals;
+    if (p->dtype != TM_TYPE_F32) {
+        (p->dtype == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(vals, b->half, (size_t)n);
+        bytes = b->half;
+    }
+    const size_t len = (size_t)n * tm_type_block_bytes(p->dtype);
+    tm_status st = tm_st_writer_write(w, bytes, len, err);
+    cli_progress_add(&b->progress, len);
+    return st;
+}
+
 /* Decode it's rows [r0, r1) (whole heads when permuted) and write them in dtype. */
 static tm_status write_rows(const plan *p, const item *it, uint64_t r0, uint64_t r1,
                             buffers *b, tm_st_writer *w, tm_error *err)
 {
-    const uint64_t ne0 = it->t->ne[0], n = (r1 - r0) * ne0;
+    const uint64_t ne0 = it->t->ne[0];
     tm_status st = tm_dequant_rows_mt(it->t, r0, r1, b->f, 0, err);
     if (st != TM_OK)
         return st;
@@ -231,15 +246,46 @@ static tm_status write_rows(const plan *p, const item *it, uint64_t r0, uint64_t
                    (size_t)ne0 * sizeof(float));
         vals = b->perm;
     }
-    const void *bytes = vals;
-    if (p->dtype != TM_TYPE_F32) {
-        (p->dtype == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(vals, b->half, (size_t)n);
-        bytes = b->half;
+    return write_values(p, vals, (r1 - r0) * ne0, b, w, err);
+}
+
+typedef struct piece_out {
+    const plan *p;
+    buffers *b;
+    tm_st_writer *w;
+    tm_error *err;
+} piece_out;
+
+static int write_piece(const float *v, size_t n, void *ctx)
+{
+    piece_out *o = ctx;
+    return write_values(o->p, v, n, o->b, o->w, o->err) != TM_OK;
+}
+
+/* Decode and write it, at most a chunk at a time: whole rows (whole heads when permuted) on
+ * every core, or, when a row is longer than the chunk (a 1-D tensor of 10 M elements), the
+ * tensor's elements in pieces of whole blocks. A permuted tensor never has such rows:
+ * check_heads wants a whole head in a chunk. */
+static tm_status write_item(const plan *p, const item *it, buffers *b, tm_st_writer *w,
+                            tm_error *err)
+{
+    const tm_tensor *t = it->t;
+    const uint64_t rows = tm_tensor_rows(t), ne0 = t->ne[0];
+    if (ne0 > CHUNK_FLOATS) {
+        const size_t block = tm_type_block_elems(t->type);
+        piece_out o = {p, b, w, err};
+        return cli_decode_chunks(t, 0, t->n_elements, b->f, CHUNK_FLOATS / block * block,
+                                 write_piece, &o, err) == 0 ? TM_OK : err->code;
     }
-    const size_t len = (size_t)n * tm_type_block_bytes(p->dtype);
-    st = tm_st_writer_write(w, bytes, len, err);
-    cli_progress_add(&b->progress, len);
-    return st;
+    uint64_t step = ne0 ? CHUNK_FLOATS / ne0 : rows;
+    if (it->heads) /* whole heads per step (check_heads: at least one fits) */
+        step = step / (rows / it->heads) * (rows / it->heads);
+    for (uint64_t r = 0; r < rows; r += step) {
+        tm_status st = write_rows(p, it, r, rows - r < step ? rows : r + step, b, w, err);
+        if (st != TM_OK)
+            return st;
+    }
+    return TM_OK;
 }
 
 static bool add_metadata(const tm_file *f, tm_st_writer *w, tm_error *err)
@@ -287,17 +333,9 @@ static tm_status write_shard(const tm_file *f, const plan *p, uint32_t shard, co
     if (tm_st_writer_begin(w, path, err) != TM_OK)
         goto fail;
     cli_sigbus_output(tm_st_writer_temp_path(w)); /* a cut input must not leave it behind */
-    for (size_t i = 0; i < p->n; i++) {
-        const item *it = &p->items[i];
-        const uint64_t rows = tm_tensor_rows(it->t), ne0 = it->t->ne[0];
-        uint64_t step = ne0 ? CHUNK_FLOATS / ne0 : rows;
-        if (it->heads) /* whole heads per step */
-            step = step / (rows / it->heads) * (rows / it->heads);
-        step = step ? step : 1;
-        for (uint64_t r = 0; it->shard == shard && r < rows; r += step)
-            if (write_rows(p, it, r, rows - r < step ? rows : r + step, b, w, err) != TM_OK)
-                goto fail;
-    }
+    for (size_t i = 0; i < p->n; i++)
+        if (p->items[i].shard == shard && write_item(p, &p->items[i], b, w, err) != TM_OK)
+            goto fail;
     cli_sigbus_output(NULL);
     return tm_st_writer_finish(w, err);
 fail:
