@@ -125,8 +125,11 @@ static int run(int argc, char **argv)
         return CLI_FAIL;
     const tm_layout *l = tm_file_layout(f);
     int rc = CLI_OK;
-    /* Where each shard starts: a shard ends before the tensor that would pass a limit. */
-    uint64_t *starts = malloc(((size_t)l->n_tensors + 1) * sizeof *starts);
+    /* Where each shard starts, and where the last one ends: a shard ends before the tensor that
+     * would pass a limit, so there are at most as many shards as tensors, and one (the
+     * metadata alone) for a file of none, such as a vocabulary. */
+    const uint64_t max_shards = l->n_tensors > 0 ? l->n_tensors : 1;
+    uint64_t *starts = malloc(((size_t)max_shards + 1) * sizeof *starts);
     uint64_t n = 0, in_shard = 0, bytes = 0;
     if (l->format != TM_FORMAT_GGUF) {
         cli_errorf("%s: split writes GGUF sets; this is not a GGUF file", arg);
