@@ -1,11 +1,14 @@
 /* export on tensors at the edges of its buffers: a row longer than the decode chunk (32 MiB of
- * float32). The models are sparse files: a hole of f16 zeros with a few values planted where
- * the pieces meet, so every value that comes out is known without the code under test. */
+ * float32), names and keys longer than any fixed buffer. The long-row models are sparse files:
+ * a hole of f16 zeros with a few values planted where the pieces meet, so every value that
+ * comes out is known without the code under test. */
+#include "support/st_writer.h"
 #include "support/test_cli.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,5 +88,129 @@ static void long_row(uint64_t n)
 
 Test(export_bounds, a_row_one_element_longer_than_the_chunk) { long_row(CHUNK + 1); }
 Test(export_bounds, a_row_of_a_chunk_and_a_half) { long_row(CHUNK + CHUNK / 2 + 3); }
+
+/* ---- names of any length ------------------------------------------------------------------ */
+
+/* A name of n bytes: prefix, then 'x' up to n. malloc'ed. */
+static char *long_name(const char *prefix, size_t n)
+{
+    char *s = malloc(n + 1);
+    cr_assert_not_null(s);
+    memset(s, 'x', n);
+    memcpy(s, prefix, strlen(prefix));
+    s[n] = 0;
+    return s;
+}
+
+/* The exported file holds a tensor of this name, whose 4 values are want. */
+static void expect_tensor(const tm_file *f, const char *name, const float *want)
+{
+    const tm_tensor *t = tm_tensor_find(f, name);
+    cr_assert_not_null(t, "the %zu-byte name '%.40s...' is exported", strlen(name), name);
+    cr_assert_eq(t->n_elements, 4);
+    cr_expect_eq(memcmp(t->data, want, 16), 0, "its values");
+}
+
+static const float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, c[4] = {9, 10, 11, 12};
+
+/* A GGUF file of three tensors: "short" (a), a name of 320 bytes (b) and one of 65,535, the
+ * most GGUF allows (c); and general.* keys of 300 bytes and of 65,535. Returns its path. */
+static const char *write_long_names(char **n320, char **n_max, char **k300, char **k_max)
+{
+    *n320 = long_name("blk.0.", 320);
+    *n_max = long_name("blk.1.", TM_MAX_NAME_LEN);
+    *k300 = long_name("general.", 300);
+    *k_max = long_name("general.", TM_MAX_NAME_LEN);
+    const uint64_t ne[1] = {4};
+    tm_writer *w;
+    tm_error err = {0};
+    cr_assert_eq(tm_writer_new(&w, &err), TM_OK);
+    cr_assert_eq(tm_writer_kv_str(w, *k300, "300", 3, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_kv_str(w, *k_max, "max", 3, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_tensor(w, "short", TM_TYPE_F32, 1, ne, a, &err), TM_OK);
+    cr_assert_eq(tm_writer_tensor(w, *n320, TM_TYPE_F32, 1, ne, b, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_writer_tensor(w, *n_max, TM_TYPE_F32, 1, ne, c, &err), TM_OK, "%s", err.message);
+    const char *in = test_path("names.gguf");
+    cr_assert_eq(tm_writer_finish(w, in, &err), TM_OK, "%s", err.message);
+    return in;
+}
+
+/* export, then open what it wrote */
+static tm_file *export_and_open(const char *in, const char *pattern)
+{
+    const char *out = test_path("names.safetensors");
+    tool_result r = pattern ? tool_run("export", "--tensors", pattern, in, out, NULL)
+                            : tool_run("export", in, out, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(!strstr(r.out, "left out"), "nothing is left out: %s", r.out);
+    tool_result_free(&r);
+    tm_file *f;
+    tm_error err = {0};
+    cr_assert_eq(tm_open(out, TM_OPEN_DEFAULT, &f, &err), TM_OK, "%s", err.message);
+    return f;
+}
+
+/* export dropped every tensor whose name was 320 bytes or longer, and exited 0. */
+Test(export_bounds, gguf_tensor_names_of_any_length)
+{
+    char *n320, *n_max, *k300, *k_max;
+    tm_file *f = export_and_open(write_long_names(&n320, &n_max, &k300, &k_max), NULL);
+    cr_expect_eq(tm_n_tensors(f), 3);
+    expect_tensor(f, "short", a);
+    expect_tensor(f, n320, b);
+    expect_tensor(f, n_max, c);
+    tm_close(f);
+    free(n320), free(n_max), free(k300), free(k_max);
+}
+
+/* --tensors never matched a name of 320 bytes or longer: blk.*x matches both long names. */
+Test(export_bounds, tensors_pattern_on_long_names)
+{
+    char *n320, *n_max, *k300, *k_max;
+    tm_file *f = export_and_open(write_long_names(&n320, &n_max, &k300, &k_max), "blk.*x");
+    cr_expect_eq(tm_n_tensors(f), 2);
+    expect_tensor(f, n320, b);
+    expect_tensor(f, n_max, c);
+    tm_close(f);
+    free(n320), free(n_max), free(k300), free(k_max);
+}
+
+/* general.* strings go to __metadata__; a key of 256 bytes or longer was left out. */
+Test(export_bounds, gguf_metadata_keys_of_any_length)
+{
+    char *n320, *n_max, *k300, *k_max;
+    tm_file *f = export_and_open(write_long_names(&n320, &n_max, &k300, &k_max), NULL);
+    tm_str v;
+    cr_expect_eq(tm_kv_get_str(tm_kv_find(f, k300), &v), TM_OK, "the 300-byte key");
+    cr_expect(v.len == 3 && memcmp(v.ptr, "300", 3) == 0);
+    cr_expect_eq(tm_kv_get_str(tm_kv_find(f, k_max), &v), TM_OK, "the 65,535-byte key");
+    cr_expect(v.len == 3 && memcmp(v.ptr, "max", 3) == 0);
+    tm_close(f);
+    free(n320), free(n_max), free(k300), free(k_max);
+}
+
+/* The format sets safetensors names no limit; the reader takes them up to TM_MAX_NAME_LEN
+ * bytes, as GGUF's, and export writes back whatever it reads. */
+Test(export_bounds, a_safetensors_name_as_long_as_the_reader_takes)
+{
+    static const float d[4] = {-1, 0.5f, 2, 1e30f};
+    char *name = long_name("model.", TM_MAX_NAME_LEN);
+    const uint64_t shape[1] = {4};
+    st_writer *sw = st_writer_new();
+    st_writer_add(sw, name, "F32", 1, shape, d, sizeof d);
+    const char *in = test_path("long.safetensors"), *out = test_path("back.safetensors");
+    cr_assert_eq(st_writer_write(sw, in), 0);
+    st_writer_free(sw);
+    tool_result r = tool_run("export", in, out, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tool_result_free(&r);
+    tm_file *f;
+    tm_error err = {0};
+    cr_assert_eq(tm_open(out, TM_OPEN_DEFAULT, &f, &err), TM_OK, "%s", err.message);
+    cr_expect_eq(tm_n_tensors(f), 1);
+    expect_tensor(f, name, d);
+    tm_close(f);
+    free(name);
+}
 
 TestSuite(export_bounds, .fini = test_cleanup);

@@ -46,7 +46,7 @@ static const char help[] =
 
 typedef struct item {
     const tm_tensor *t;
-    char name[320];       /* the name written */
+    char *name;           /* the name written (owned) */
     uint64_t heads;       /* > 0: llama's q/k rows to un-permute in this many heads */
     uint32_t shard;       /* output file, from 0 */
 } item;
@@ -110,25 +110,28 @@ static bool arch_is(const tm_file *f, const char *name)
     return a.len == strlen(name) && memcmp(a.ptr, name, a.len) == 0;
 }
 
-/* The name written for t into it->name, and its permutation; false (with *why) when t has no
- * Hugging Face name. */
-static bool name_item(const naming *nm, const tm_tensor *t, item *it, const char **why)
+/* A tensor name or key from the file as a C string (malloc'ed; NULL when out of memory),
+ * whatever its length (the readers take up to TM_MAX_NAME_LEN bytes). Neither reader lets one
+ * hold a NUL byte, so the copy is the whole name. */
+static char *name_string(tm_str name)
+{
+    return strndup(name.ptr, (size_t)name.len);
+}
+
+typedef enum named { NAMED, NO_HF_NAME, NO_MEMORY } named;
+
+/* The name written for t into it->name (malloc'ed), and its permutation. */
+static named name_item(const naming *nm, const tm_tensor *t, item *it)
 {
     int perm = CLI_PERM_NONE;
-    if (!nm->hf) {
-        if (t->name.len >= sizeof it->name) {
-            *why = "its name is too long";
-            return false;
-        }
-        memcpy(it->name, t->name.ptr, (size_t)t->name.len);
-        it->name[t->name.len] = 0;
-    } else if (!cli_gguf_to_hf(t->name, it->name, sizeof it->name, &perm)) {
-        *why = "no Hugging Face name";
-        return false;
-    }
+    char hf[128]; /* the map's names are short: model.layers.N.self_attn.q_proj.weight */
+    if (nm->hf && !cli_gguf_to_hf(t->name, hf, sizeof hf, &perm))
+        return NO_HF_NAME;
+    if (!(it->name = nm->hf ? strdup(hf) : name_string(t->name)))
+        return NO_MEMORY;
     it->heads = !nm->permute ? 0 : perm == CLI_PERM_Q ? nm->n_head
               : perm == CLI_PERM_K ? nm->n_head_kv : 0;
-    return true;
+    return NAMED;
 }
 
 /* A head of a permuted tensor is decoded whole: its rows must split into n heads of an even
@@ -156,10 +159,12 @@ static int build_plan(tm_file *f, const char *file, const naming *nm, const char
     char shown[160];
     for (uint64_t i = 0; i < n; i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
-        char plain[320];
-        if (pattern && (t->name.len >= sizeof plain ||
-                        (memcpy(plain, t->name.ptr, (size_t)t->name.len), plain[t->name.len] = 0,
-                         fnmatch(pattern, plain, 0) != 0)))
+        char *plain = pattern ? name_string(t->name) : NULL;
+        if (pattern && !plain)
+            return cli_errorf("export: out of memory"), CLI_FAIL;
+        const bool left_out = pattern && fnmatch(pattern, plain, 0) != 0;
+        free(plain);
+        if (left_out)
             continue;
         cli_name(t->name, 120, shown, sizeof shown);
         if (!tm_type_can_dequant(t->type)) {
@@ -173,15 +178,17 @@ static int build_plan(tm_file *f, const char *file, const naming *nm, const char
             continue;
         }
         item *it = &p->items[p->n];
-        const char *why = NULL;
         it->t = t;
-        if (!name_item(nm, t, it, &why)) {
-            printf("left out: %s (%s)\n", shown, why);
+        const named got = name_item(nm, t, it);
+        if (got == NO_HF_NAME) {
+            printf("left out: %s (no Hugging Face name)\n", shown);
             continue;
         }
+        if (got == NO_MEMORY)
+            return cli_errorf("export: out of memory"), CLI_FAIL;
+        p->n++; /* the plan owns its name now */
         if (it->heads && !check_heads(it, file))
             return CLI_FAIL;
-        p->n++;
     }
     if (nm->hf && !tm_tensor_find(f, "output.weight"))
         printf("no lm_head.weight: the model ties its output to the token embedding\n");
@@ -288,6 +295,12 @@ static tm_status write_item(const plan *p, const item *it, buffers *b, tm_st_wri
     return TM_OK;
 }
 
+static tm_status no_memory(tm_error *err)
+{
+    snprintf(err->message, sizeof err->message, "out of memory");
+    return err->code = TM_NOMEM;
+}
+
 static bool add_metadata(const tm_file *f, tm_st_writer *w, tm_error *err)
 {
     if (tm_st_writer_meta(w, "format", "pt", err) != TM_OK)
@@ -295,17 +308,17 @@ static bool add_metadata(const tm_file *f, tm_st_writer *w, tm_error *err)
     for (uint64_t i = 0; i < tm_n_kv(f); i++) {
         const tm_kv *kv = tm_kv_at(f, i);
         tm_str s;
-        char key[256];
-        if (kv->type != TM_V_STRING || kv->key.len < 8 || kv->key.len >= sizeof key ||
+        if (kv->type != TM_V_STRING || kv->key.len < 8 ||
             memcmp(kv->key.ptr, "general.", 8) != 0 || tm_kv_get_str(kv, &s) != TM_OK ||
             memchr(s.ptr, 0, (size_t)s.len))
             continue;
-        char *value = strndup(s.ptr, (size_t)s.len);
-        memcpy(key, kv->key.ptr, (size_t)kv->key.len);
-        key[kv->key.len] = 0;
-        bool ok = value && tm_st_writer_meta(w, key, value, err) == TM_OK;
+        char *key = name_string(kv->key), *value = strndup(s.ptr, (size_t)s.len);
+        bool ok = key && value && tm_st_writer_meta(w, key, value, err) == TM_OK;
+        if (!key || !value)
+            no_memory(err);
+        free(key);
         free(value);
-        if (!ok && (!value || err->code != TM_BAD_VALUE))
+        if (!ok && err->code != TM_BAD_VALUE)
             return false;
         /* a value that is not UTF-8 cannot be a JSON string: it is left out */
     }
@@ -344,6 +357,14 @@ fail:
     return err->code;
 }
 
+/* "DIR/NAME", malloc'ed (NULL when out of memory): a path of any length, never cut short into
+ * the name of another file. */
+static char *join_path(const char *dir, const char *name)
+{
+    char *path;
+    return asprintf(&path, "%s/%s", dir, name) < 0 ? NULL : path;
+}
+
 /* model.safetensors.index.json: the total size and which file holds each tensor. */
 static int write_index(const plan *p, const char *dir, char **shard_names)
 {
@@ -352,8 +373,9 @@ static int write_index(const plan *p, const char *dir, char **shard_names)
     for (size_t i = 0; root && i < p->n; i++)
         if (json_object_set_new(map, p->items[i].name, json_string(shard_names[p->items[i].shard])))
             json_decref(root), root = NULL;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, INDEX_NAME);
+    char *path = root ? join_path(dir, INDEX_NAME) : NULL;
+    if (!path)
+        json_decref(root), root = NULL;
     cli_output *o = root ? cli_output_open(path) : NULL;
     int rc = root ? CLI_FAIL : (cli_errorf("export: out of memory"), CLI_FAIL);
     if (o) {
@@ -361,6 +383,7 @@ static int write_index(const plan *p, const char *dir, char **shard_names)
              fputc('\n', cli_output_stream(o)) != EOF ? CLI_OK : CLI_FAIL;
         rc = cli_output_close(o, rc);
     }
+    free(path);
     json_decref(root);
     return rc;
 }
@@ -381,24 +404,23 @@ static int write_all(const tm_file *f, const plan *p, const char *out)
         rc = CLI_FAIL;
     }
     for (uint32_t s = 0; rc == CLI_OK && s < p->n_shards; s++) {
-        char path[4096];
+        const char *path = out;
+        char *shard_path = NULL;
         if (p->max_shard) {
-            names[s] = malloc(64);
-            if (!names[s]) {
-                rc = CLI_FAIL;
-                break;
-            }
-            snprintf(names[s], 64, "model-%05u-of-%05u.safetensors", s + 1, p->n_shards);
-            snprintf(path, sizeof path, "%s/%s", out, names[s]);
-        } else {
-            snprintf(path, sizeof path, "%s", out);
+            if ((names[s] = malloc(64))) /* two u32s: at most 42 bytes */
+                snprintf(names[s], 64, "model-%05u-of-%05u.safetensors", s + 1, p->n_shards);
+            path = shard_path = names[s] ? join_path(out, names[s]) : NULL;
         }
-        if (!cli_output_allowed(path)) {
+        if (!path) {
+            cli_errorf("export: out of memory");
+            rc = CLI_FAIL;
+        } else if (!cli_output_allowed(path)) {
             rc = CLI_FAIL;
         } else if (write_shard(f, p, s, path, &b, &err) != TM_OK) {
             cli_report(path, &err);
             rc = CLI_FAIL;
         }
+        free(shard_path);
     }
     if (rc == CLI_OK && p->max_shard)
         rc = write_index(p, out, names);
@@ -479,6 +501,8 @@ static int run(int argc, char **argv)
         printf("%s: %zu tensor%s, %" PRIu64 " bytes of %s\n", out, p.n, p.n == 1 ? "" : "s",
                p.total_bytes, tm_type_name(p.dtype));
 out:
+    for (size_t i = 0; i < p.n; i++)
+        free(p.items[i].name);
     free(p.items);
     tm_close(f);
     return cli_finish_output(rc);
