@@ -69,4 +69,29 @@ Test(split_bounds, a_file_with_no_tensors_is_one_shard)
     free(b);
 }
 
+/* split.count and split.no are u16s: 65,536 shards would write split.count = 0 (and 65,537,
+ * split.count = 1: a set that merges back to one tensor). Refused before any shard is
+ * written, naming the limit. */
+Test(split_bounds, more_shards_than_a_u16_counts_are_refused_before_writing)
+{
+    enum { N = 65536 };
+    tm_writer *w;
+    tm_error err = {0};
+    cr_assert_eq(tm_writer_new(&w, &err), TM_OK);
+    const uint64_t ne[1] = {1};
+    for (int i = 0; i < N; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%d", i);
+        cr_assert_eq(tm_writer_tensor(w, name, TM_TYPE_F32, 1, ne, NULL, &err), TM_OK, "%s",
+                     err.message);
+    }
+    const char *src = test_path("many.gguf"), *prefix = test_path("many");
+    cr_assert_eq(tm_writer_finish(w, src, &err), TM_OK, "%s", err.message);
+    tool_result r = tool_run("split", "--max-tensors", "1", src, prefix, NULL);
+    cr_expect_eq(r.status, 1, "%s", r.out);
+    cr_expect(strstr(r.err, "65536 shards") && strstr(r.err, "65535"), "%s", r.err);
+    cr_expect_eq(files_named("many-"), 0, "no shard is written");
+    tool_result_free(&r);
+}
+
 TestSuite(split_bounds, .fini = test_cleanup);
