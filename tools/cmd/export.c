@@ -34,8 +34,9 @@ static const char help[] =
     "  --max-shard-size SIZE OUT is a directory of model-0000K-of-0000N.safetensors files of at\n"
     "                        most SIZE bytes each (a larger tensor gets a file of its own) and\n"
     "                        model.safetensors.index.json, as save_pretrained writes them. SIZE\n"
-    "                        is bytes, or with KB/MB/GB (10^3, 10^6, 10^9) or K/M/G, KiB/MiB/GiB\n"
-    "                        (2^10, 2^20, 2^30)\n"
+    "                        is bytes, or a number (1.5 too) with KB/MB/GB/TB as Hugging Face's\n"
+    "                        max_shard_size (10^3 ... 10^12; K/M/G/T the same), or KiB/MiB/GiB/\n"
+    "                        TiB (2^10 ... 2^40); units in any case\n"
     "  --tensors PATTERN     only tensors whose name in FILE matches the shell pattern\n"
     "  --skip-undecodable    leave out (and list) tensors of a type with no decoder, instead of\n"
     "                        refusing the export\n";
@@ -66,28 +67,6 @@ static bool parse_dtype(const char *s, tm_type *t)
     for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
         if (strcmp(s, tm_type_name(dtypes[i])) == 0)
             return *t = dtypes[i], true;
-    return false;
-}
-
-static bool parse_size(const char *s, uint64_t *out)
-{
-    static const struct { const char *suffix; uint64_t unit; } units[] = {
-        {"", 1},          {"KB", 1000},        {"MB", 1000000},        {"GB", 1000000000},
-        {"K", 1u << 10},  {"M", 1u << 20},     {"G", 1u << 30},        {"KiB", 1u << 10},
-        {"MiB", 1u << 20}, {"GiB", 1u << 30},
-    };
-    char digits[32];
-    size_t n = strspn(s, "0123456789");
-    if (n == 0 || n >= sizeof digits)
-        return false;
-    memcpy(digits, s, n);
-    digits[n] = 0;
-    uint64_t v;
-    if (!cli_parse_u64(digits, &v))
-        return false;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(s + n, units[i].suffix) == 0)
-            return !__builtin_mul_overflow(v, units[i].unit, out) && *out > 0;
     return false;
 }
 
@@ -196,14 +175,16 @@ static int build_plan(tm_file *f, const char *file, const naming *nm, const char
 }
 
 /* save_pretrained's sharding: tensors in order, a new file when the next tensor would make the
- * current one larger than the limit (a tensor larger than the limit gets a file of its own). */
+ * current one larger than the limit (a tensor larger than the limit gets a file of its own,
+ * and the one after it a new file again). Written so that nothing wraps: in_shard passes the
+ * limit after a large tensor. */
 static void assign_shards(plan *p)
 {
     uint64_t in_shard = 0;
     p->n_shards = 1;
     for (size_t i = 0; i < p->n; i++) {
         const uint64_t b = out_bytes(p, p->items[i].t);
-        if (p->max_shard && in_shard > 0 && b > p->max_shard - in_shard) {
+        if (p->max_shard && in_shard > 0 && (b > p->max_shard || in_shard > p->max_shard - b)) {
             p->n_shards++;
             in_shard = 0;
         }
@@ -456,9 +437,8 @@ static int run(int argc, char **argv)
                 return CLI_USAGE;
             }
             nm.hf = strcmp(optarg, "hf") == 0;
-        } else if (c == 's' && !parse_size(optarg, &p.max_shard)) {
-            cli_errorf("export: --max-shard-size %s: a positive size such as 5GB or 500MiB",
-                       optarg);
+        } else if (c == 's' && !cli_parse_size(optarg, &p.max_shard)) {
+            cli_errorf("export: --max-shard-size %s: " CLI_SIZE_FORMS, optarg);
             return CLI_USAGE;
         } else if (c == 't') {
             pattern = optarg;

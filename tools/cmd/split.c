@@ -11,20 +11,22 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: tensormap split [--max-tensors N | --max-size N[K|M|G]] FILE PREFIX\n"
+    "usage: tensormap split [--max-tensors N | --max-size SIZE] FILE PREFIX\n"
     "\n"
     "Write the GGUF file FILE as a split set PREFIX-00001-of-0000K.gguf ... in llama.cpp's\n"
     "gguf-split layout: every shard a complete GGUF file with split.no (u16, from 0),\n"
     "split.count (u16) and split.tensors.count (i32); the metadata in the first shard only; the\n"
     "source's version and alignment in every shard; the tensors in order, their bytes\n"
     "unchanged. A shard ends before the tensor that would pass --max-tensors (128 unless\n"
-    "--max-size is given) or --max-size bytes of tensor data (K, M, G: 10^3, 10^6, 10^9, as\n"
-    "gguf-split counts; a larger tensor gets a shard of its own). A set is at most 65,535\n"
-    "shards (split.count is a u16). Each shard is written to a temporary file, read back, and\n"
-    "renamed into place. tensormap merge undoes it.\n"
+    "--max-size is given) or --max-size bytes of tensor data (a larger tensor gets a shard of\n"
+    "its own). A set is at most 65,535 shards (split.count is a u16). Each shard is written to\n"
+    "a temporary file, read back, and renamed into place. tensormap merge undoes it.\n"
     "\n"
     "  --max-tensors N   at most N tensors per shard\n"
-    "  --max-size N      at most N bytes of tensor data per shard (soft, as in gguf-split)\n";
+    "  --max-size SIZE   at most SIZE bytes of tensor data per shard (soft, as in gguf-split):\n"
+    "                    bytes, or a number (1.5 too) with K/M/G/T or KB/MB/GB/TB (10^3 ...\n"
+    "                    10^12, as gguf-split and Hugging Face count), or KiB/MiB/GiB/TiB\n"
+    "                    (2^10 ... 2^40); units in any case\n";
 
 /* The split keys, new and old names: a set's own bookkeeping, never the model's metadata. */
 bool cli_split_key(tm_str key)
@@ -36,23 +38,6 @@ bool cli_split_key(tm_str key)
             return true;
     }
     return false;
-}
-
-/* "500M" -> 500000000; false for anything else. */
-static bool parse_size(const char *s, uint64_t *out)
-{
-    char digits[32];
-    size_t n = strlen(s);
-    uint64_t unit = 1;
-    if (n > 0 && strchr("KMG", s[n - 1])) {
-        unit = s[n - 1] == 'K' ? 1000u : s[n - 1] == 'M' ? 1000000u : 1000000000u;
-        n--;
-    }
-    if (n == 0 || n >= sizeof digits)
-        return false;
-    memcpy(digits, s, n);
-    digits[n] = '\0';
-    return cli_parse_u64(digits, out) && *out > 0 && !__builtin_mul_overflow(*out, unit, out);
 }
 
 /* Shard k (from 0) of n: its metadata, its tensors [first, end), written to path. */
@@ -148,9 +133,8 @@ static int run(int argc, char **argv)
         if (c == 't' && !(cli_parse_u64(optarg, &max_tensors) && max_tensors > 0)) {
             cli_errorf("split: --max-tensors wants a whole number above 0, not '%s'", optarg);
             return CLI_USAGE;
-        } else if (c == 's' && !parse_size(optarg, &max_size)) {
-            cli_errorf("split: --max-size wants a number above 0 with K, M or G, not '%s'",
-                       optarg);
+        } else if (c == 's' && !cli_parse_size(optarg, &max_size)) {
+            cli_errorf("split: --max-size %s: " CLI_SIZE_FORMS, optarg);
             return CLI_USAGE;
         } else if (c == 'h') {
             return fputs(help, stdout), CLI_OK;
