@@ -146,7 +146,7 @@ Test(sizes, export_shards_again_after_a_tensor_larger_than_the_limit)
     };
     const json_t *map = json_object_get(j, "weight_map");
     for (int i = 0; i < 5; i++) {
-        char tn[8];
+        char tn[16];
         snprintf(tn, sizeof tn, "t%d", i);
         const char *file = json_string_value(json_object_get(map, tn));
         cr_expect(file && strcmp(file, want[i]) == 0, "%s is in %s, not %s", tn,
