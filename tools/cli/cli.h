@@ -92,6 +92,18 @@ const tm_tensor *cli_find_tensor(const tm_file *f, const char *file, const char 
 /* Parse a whole decimal number; false on anything else or overflow. */
 bool cli_parse_u64(const char *s, uint64_t *out);
 
+/* ---- tools/cli/size.c: sizes on the command line ------------------------------------------- */
+
+/* A size in bytes, the one reading of every command: digits with an optional fraction, then
+ * optionally a unit in any case: KB, MB, GB, TB or K, M, G, T (powers of 1000, as Hugging
+ * Face's max_shard_size and gguf-split count), KiB, MiB, GiB, TiB (powers of 1024); none is
+ * bytes. Truncated to whole bytes. False for anything else, 0, or more than 64 bits hold. */
+bool cli_parse_size(const char *s, uint64_t *out);
+/* What cli_parse_size takes, for a refusal's message. */
+#define CLI_SIZE_FORMS                                                                          \
+    "a size above 0: bytes, or a number with KB, MB, GB, TB (or K, M, G, T: powers of 1000) "   \
+    "or KiB, MiB, GiB, TiB (powers of 1024), such as 5GB, 1.5GiB or 500M"
+
 /* ---- tools/cli/tensor.c: shapes, block names, offset order, decoding in chunks ----------- */
 
 /* "896 x 151936": ne[0] first, as GGUF stores it. */
