@@ -86,14 +86,20 @@ static void histogram_text(const summary *s, char *buf, size_t size)
     }
 }
 
+/* A remote tensor of at most this many bytes is fetched once and held for both passes; a larger
+ * one streams through each pass (fetched twice), so that memory never grows with the size a
+ * server declares. */
+#define HOLD_BYTES ((uint64_t)64 << 20)
+
 /* Decode and summarise t; false with err filled when it cannot be decoded. Two passes over the
- * values: a remote tensor's bytes are fetched once, before them. */
+ * values, each in chunks. */
 static bool summarise(const tm_tensor *t, float *buf, size_t chunk, summary *s, tm_error *err)
 {
     memset(s, 0, sizeof *s);
     tm_tensor copy;
-    void *bytes;
-    const tm_tensor *u = cli_tensor_in_memory(t, &copy, &bytes, err);
+    void *bytes = NULL;
+    const tm_tensor *u =
+        t->n_bytes <= HOLD_BYTES ? cli_tensor_in_memory(t, &copy, &bytes, err) : t;
     bool ok = u && cli_decode_chunks(u, 0, u->n_elements, buf, chunk, pass_one, s, err) == 0;
     s->mean = s->finite ? s->sum / (double)s->finite : 0;
     if (ok && s->finite)
