@@ -4,6 +4,7 @@
  * families, and for llama the row permutation llama.cpp's converter applies to the query and
  * key projections is undone. Decoding goes in bounded chunks, never a whole big tensor. */
 #include "../cli/cli_util.h"
+#include "../cli/dtype.h"
 #include "../cli/shard_alone.h"
 
 #include <getopt.h>
@@ -236,50 +237,26 @@ static bool bufs_reserve(bufs *bf, uint64_t n, size_t elem_size)
     return true;
 }
 
-/* Elements [e0, e0 + len) of t, each exactly, as long double: a type float32 cannot hold is
- * read from its bytes (little-endian, as both formats store it), any other decoded to float
- * (exact for those) and widened. */
+/* Elements [e0, e0 + len) of t, each exactly, as long double: a type of its own dtype
+ * (tools/cli/dtype.h: integers, bool, f64) read from its bytes, where they lie or fetched into
+ * scratch (len values' bytes), any other decoded to float into scratch (exact for those) and
+ * widened. */
 static bool wide_values(const tm_tensor *t, uint64_t e0, uint64_t len, long double *out,
-                        float *scratch, tm_error *err)
+                        void *scratch, tm_error *err)
 {
-    const uint8_t *p = NULL;
-    uint8_t *fetched = NULL;
-    if (wider_than_f32(t->type)) {
-        const uint64_t size = tm_type_block_bytes(t->type);
-        if (!t->data && !(fetched = malloc((size_t)(len * size)))) {
-            snprintf(err->message, sizeof err->message, "out of memory");
-            return false;
-        }
-        p = cli_tensor_bytes(t, e0 * size, len * size, fetched, err);
-        if (!p) {
-            free(fetched);
-            return false;
-        }
+    const cli_dtype *d = cli_dtype_of(t->type);
+    if (d->own) {
+        const uint8_t *p = cli_tensor_bytes(t, e0 * d->size, len * d->size, scratch, err);
+        for (uint64_t k = 0; p && k < len; k++)
+            out[k] = cli_dtype_value(d, p + k * d->size);
+        return p != NULL;
     }
-    bool ok = true;
-    switch (t->type) {
-#define READ_AS(TYPE, CTYPE)                                                                     \
-    case TYPE:                                                                                   \
-        for (uint64_t k = 0; k < len; k++) {                                                     \
-            CTYPE v;                                                                             \
-            memcpy(&v, p + k * sizeof v, sizeof v);                                              \
-            out[k] = (long double)v;                                                             \
-        }                                                                                        \
-        break;
-        READ_AS(TM_TYPE_F64, double)
-        READ_AS(TM_TYPE_I32, int32_t)
-        READ_AS(TM_TYPE_I64, int64_t)
-        READ_AS(TM_TYPE_U32, uint32_t)
-        READ_AS(TM_TYPE_U64, uint64_t)
-#undef READ_AS
-    default:
-        ok = tm_dequant_elements(t, e0, len, scratch, err) == TM_OK;
-        for (uint64_t k = 0; ok && k < len; k++)
-            out[k] = scratch[k];
-        break;
-    }
-    free(fetched);
-    return ok;
+    float *f = scratch;
+    if (tm_dequant_elements(t, e0, len, f, err) != TM_OK)
+        return false;
+    for (uint64_t k = 0; k < len; k++)
+        out[k] = f[k];
+    return true;
 }
 
 static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
