@@ -25,11 +25,12 @@ static const char help[] =
     "own type instead: npy with their dtype ('<f8', '<i8', '<i4', '<i2', '|i1', '<u8', '<u4',\n"
     "'<u2', '|u1', '|b1'), raw and lz4 as their little-endian values (a bool one byte, 0 or\n"
     "1). The format comes from --format, else from OUT's extension (.npy, .lz4,\n"
-    ".raw/.f32/.bin); -o - writes to standard output (raw unless --format says otherwise).\n"
-    "Values are written in chunks, so memory stays bounded; progress goes to stderr when it is\n"
-    "a terminal and the dump is large.\n"
+    ".raw/.f32/.bin); -o - writes to standard output (raw unless --format says otherwise),\n"
+    "which is refused when it is a terminal (values are bytes, not text: redirect it). Values\n"
+    "are written in chunks, so memory stays bounded; progress goes to stderr when it is a\n"
+    "terminal and the dump is large.\n"
     "\n"
-    "  -o, --output OUT   the file to write, or - for standard output\n"
+    "  -o, --output OUT   the file to write, or - for standard output (not a terminal)\n"
     "  --format FMT       raw, npy or lz4\n"
     "  --rows A:B         only rows A to B-1 (a row is ne[0] values); npy shape (B-A, ne[0])\n"
     "  --all              every tensor into the directory OUT, one file per tensor named after\n"
@@ -374,6 +375,13 @@ static int run(int argc, char **argv)
         fmt = all ? FMT_NPY : strcmp(out, "-") == 0 ? FMT_RAW : format_of_path(out);
     if (fmt == FMT_NONE) {
         cli_errorf("dump: cannot tell the format from '%s': use --format raw|npy|lz4", out);
+        return CLI_USAGE;
+    }
+    /* Values are bytes, not text: on a terminal they are noise, and can drive it. Refused
+     * before any work, as lz4 and zstd refuse to write to a console. */
+    if (strcmp(out, "-") == 0 && isatty(STDOUT_FILENO)) {
+        cli_errorf("dump: standard output is a terminal: not writing binary values to it "
+                   "(redirect it to a file or a pipe, or give -o FILE)");
         return CLI_USAGE;
     }
     uint64_t r0 = 0, r1 = 0;
