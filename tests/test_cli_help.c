@@ -161,7 +161,7 @@ Test(cli_help, help_says_what_each_command_takes_and_what_file_may_be)
     cr_expect_null(strstr(m.out, "FILE ...\n"), "the synopsis still says FILE ...");
     for (int i = 0; i < n; i++) {
         char want[64];
-        snprintf(want, sizeof want, ".B tensormap\n[options] %s ", cmds[i].name);
+        snprintf(want, sizeof want, ".B tensormap\n[options] %.31s ", cmds[i].name);
         const char *at = strstr(synopsis, want);
         cr_expect(at && at < after, "the synopsis lacks %s", cmds[i].name);
     }
