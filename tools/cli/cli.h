@@ -323,6 +323,16 @@ bool cli_llama_head_counts(const tm_file *gguf, uint64_t *n_head, uint64_t *n_he
 /* The man page in roff, built from the command table's help texts (the one source of truth);
  * `tensormap --man` prints it. */
 void cli_man(FILE *out);
+/* Usage line k of cmd's help (from 0), its continuation lines joined, from the command's name
+ * on ("dump [--format raw|npy|lz4] [--rows A:B] FILE TENSOR -o OUT"); returns its length, 0
+ * when there is no line k. */
+size_t cli_usage_line(const cli_command *cmd, size_t k, char *buf, size_t cap);
+/* What a usage line takes: its words after the name, option groups ("[--json]",
+ * "[--set KEY=VALUE]...") left out ("FILE [TENSOR ...]", "A B", "FILE TENSOR -o OUT"). */
+void cli_usage_args(const char *usage, char *buf, size_t cap);
+/* What FILE may be (paths, -, ollama:, URLs and hf: when this build reads them, shards), for
+ * --help and the man page. */
+const char *cli_inputs_help(void);
 
 /* ---- tools/cli/commands.c: the command table --------------------------------------------- */
 
