@@ -13,7 +13,7 @@ LIB_SRCS := $(COMMON_SRCS) $(IO_SRCS) $(READ_SRCS) $(COMPUTE_SRCS) $(WRITE_SRCS)
 
 # Kernel files, one line each, in the list of the instruction set they are built for: the list
 # gives them its -m flags, and nothing else gets any. (A new file's table also goes into
-# TM__KERNEL_TABLES in src/compute/dequant.h; a matvec file's, into src/compute/matvec.c's chains.)
+# TM__KERNEL_TABLES in src/compute/kernels.h; a matvec file's, into src/compute/matvec.c's chains.)
 AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
 AVX2_SRCS    := src/compute/x86/dequant_avx2.c

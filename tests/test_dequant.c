@@ -2,7 +2,7 @@
  * bit, on every instruction-set path this machine has), every SIMD kernel against the scalar
  * one on fresh random blocks at the edges of memory, hand-built blocks whose values are known
  * by construction, the threaded whole-tensor path, and the API's refusals. */
-#include "../src/compute/dequant.h"
+#include "../src/compute/kernels.h"
 #include "support/dequant_nan.h"
 #include "tensormap.h"
 

@@ -9,7 +9,7 @@
  *                  of 32 or 256: d = max|x| / 127, code = round(x / d)):
  *                  |y - W xq| <= 1e-4 max|W xq| (float32 sums over blocks, as ggml's); and so
  *                  |y - W x| <= sum_j |w_j| d_j / 2 + that. */
-#include "../src/compute/matvec.h"
+#include "../src/compute/kernels.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>

@@ -4,8 +4,8 @@
  * best one cpuid and XCR0 allow. The choice is a pointer to a const kernel table held in an
  * atomic, so every later call costs one acquire load. Nothing here is compiled with -m flags:
  * SIMD code is reached only through a table the CPU check has approved. */
-#include "dequant.h"
 #include "../common/internal.h"
+#include "kernels.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

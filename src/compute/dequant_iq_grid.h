@@ -14,6 +14,7 @@
 #ifndef TM_DEQUANT_IQ_GRID_H
 #define TM_DEQUANT_IQ_GRID_H
 
+#include "blocks.h"
 #include "dequant_iq.h"
 
 /* the scale of an iq2_xxs, iq2_xs, iq2_s or iq3_xxs group, in every lane */

@@ -4,7 +4,8 @@
  * the same order (see ../shared/FORMATS.md), so the output matches ggml's bit for bit. The file
  * is built with -ffp-contract=off: "a * b - c" must round the product before the subtraction.
  * Blocks are read byte by byte (they are only 2-byte aligned in a file); no pointer casts. */
-#include "dequant.h"
+#include "blocks.h"
+#include "kernels.h"
 
 #include <pthread.h>
 #include <string.h>

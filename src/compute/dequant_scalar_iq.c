@@ -6,7 +6,8 @@
  * dequantize_row_<type> in the same order (../shared/formats/FORMATS-more.md): the scale is
  * built first, then (scale * magnitude) * (+-1.0f), the sign applied by a multiply as ggml does
  * (a float negation would differ only for a NaN scale). Built with -ffp-contract=off. */
-#include "dequant.h"
+#include "blocks.h"
+#include "kernels.h"
 #include "quant_tables.h"
 
 /* +1.0f, or -1.0f when bit is 1, built from its bits: as a value the compiler cannot see, the

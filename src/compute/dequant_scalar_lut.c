@@ -5,7 +5,8 @@
  * (../shared/formats/FORMATS-more.md). Every product here is exact for finite scales, so the
  * order decides only the sign of a zero and which NaN comes out: a zero code times a negative
  * scale is -0, and never a literal 0.0f. Built with -ffp-contract=off; blocks read byte by byte. */
-#include "dequant.h"
+#include "blocks.h"
+#include "kernels.h"
 #include "quant_tables.h"
 
 /* ---- 16-entry value tables --------------------------------------------------------------- */

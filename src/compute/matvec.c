@@ -12,7 +12,7 @@
  * on the row, so splitting the rows over threads cannot change a bit of y. Nothing here is
  * compiled with -m flags. */
 #include "../common/internal.h"
-#include "matvec.h"
+#include "kernels.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

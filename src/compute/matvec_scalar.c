@@ -4,29 +4,10 @@
  * The TM_MATVEC_Q8 kernels follow ggml's reference vec_dot_<type>_q8_<K|0>: integer sums of
  * weight codes times x's 8-bit codes per scale group, then one float multiply-add per block.
  * Types without a kernel here are computed by src/compute/matvec.c (decode a few blocks, then dot). */
-#include "matvec.h"
+#include "blocks.h"
+#include "kernels.h"
 
 #include <string.h>
-
-static float rdh(const uint8_t *p)
-{
-    /* IEEE half -> float, exact (the weights' scales are finite halves; NaN/inf pass through) */
-    const uint32_t h = (uint32_t)(p[0] | p[1] << 8);
-    const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0x1f)
-        bits = sign | 0x7f800000u | man << 13 | (man ? 0x400000u : 0);
-    else if (exp != 0)
-        bits = sign | (exp + 112) << 23 | man << 13;
-    else {
-        const float sub = (float)man * 0x1p-24f;
-        memcpy(&bits, &sub, sizeof bits);
-        bits |= sign;
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
 /* f32 rows (the fallback's dot too): accumulated in double, in order. */
 static float dot_f32_scalar(const void *w, const float *x, size_t n)
@@ -51,7 +32,7 @@ static float dot_q8_0_q8_scalar(const void *w, const void *xq, size_t n_blocks)
         int32_t isum = 0;
         for (int j = 0; j < 32; j++)
             isum += (int8_t)b[2 + j] * x->qs[j];
-        sum += rdh(b) * x->d * (float)isum;
+        sum += tm__rdh(b) * x->d * (float)isum;
     }
     return sum;
 }
@@ -66,7 +47,7 @@ static float dot_q4_0_q8_scalar(const void *w, const void *xq, size_t n_blocks)
         int32_t isum = 0;
         for (int j = 0; j < 16; j++)
             isum += ((b[2 + j] & 15) - 8) * x->qs[j] + ((b[2 + j] >> 4) - 8) * x->qs[j + 16];
-        sum += rdh(b) * x->d * (float)isum;
+        sum += tm__rdh(b) * x->d * (float)isum;
     }
     return sum;
 }
@@ -91,7 +72,7 @@ static float dot_q4_K_q8_scalar(const void *w, const void *xq, size_t n_blocks)
             isum += (int32_t)sc * s;
             msum += (int32_t)m * (x->bsums[2 * g] + x->bsums[2 * g + 1]);
         }
-        sum += rdh(b) * x->d * (float)isum - rdh(b + 2) * x->d * (float)msum;
+        sum += tm__rdh(b) * x->d * (float)isum - tm__rdh(b + 2) * x->d * (float)msum;
     }
     return sum;
 }
@@ -117,7 +98,7 @@ static float dot_q6_K_q8_scalar(const void *w, const void *xq, size_t n_blocks)
             }
             isum += (int8_t)b[192 + e / 16] * s;
         }
-        sum += rdh(b + 208) * x->d * (float)isum;
+        sum += tm__rdh(b + 208) * x->d * (float)isum;
     }
     return sum;
 }

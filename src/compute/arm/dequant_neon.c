@@ -4,7 +4,8 @@
  * is built with -ffp-contract=off, so vmulq + vsubq are never fused into vfms. Loads are
  * unaligned byte loads. Types not in the table fall back to the scalar kernel.
  * Only the table is exported; every function is static. */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <arm_neon.h>
 #include <string.h>

@@ -13,7 +13,8 @@
  * on x86 for iq3_s and iq1_m (AVX2 and AVX-512), the same within noise for the others.
  *
  * Only the table is exported; every function is static. */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 #include "../dequant_iq.h"
 
 #include <arm_neon.h>

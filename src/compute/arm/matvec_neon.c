@@ -4,7 +4,8 @@
  * float partial sums for at most 64 elements, then double; TM_MATVEC_Q8 multiplies 8-bit codes
  * by 8-bit x with vmull_s8 and pairwise-accumulates into 32 bits. Types missing here run the
  * scalar kernels (or decode + dot). Only the table is exported; every function is static. */
-#include "../matvec.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <arm_neon.h>
 #include <string.h>

@@ -6,7 +6,8 @@
  * only 2-byte aligned. Types not listed in the table fall back to the scalar kernel.
  *
  * Only the table is exported; every function is static. */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <immintrin.h>
 #include <string.h>

@@ -7,7 +7,8 @@
  * 16-entry table is two registers, chosen between by bit 3 of the code (vblendvps on the lane's
  * sign after a shift); 4-entry tables are repeated twice, so a 2-bit code may carry garbage
  * above its two bits. Built with the AVX2 flags of mk/sources.mk; only the table is exported. */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 #include "../quant_tables.h"
 
 #include <immintrin.h>

@@ -14,7 +14,8 @@
  *
  * Only the table is exported; every function is static (nothing compiled with -mavx512f may be
  * reached from code that has not checked the CPU). */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 #include "../dequant_iq.h"
 
 #include <immintrin.h>

@@ -8,7 +8,8 @@
  * very float the scalar code computes for that code, so the output is bit-identical. Tables of
  * 4 entries are repeated four times, so a 2-bit code may carry garbage above its two bits.
  * Built with the AVX-512 flags of mk/sources.mk; only the table is exported. */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 #include "../quant_tables.h"
 
 #include <immintrin.h>

@@ -7,7 +7,8 @@
  * group scales), one float multiply-add per block.
  * Loads are unaligned (blocks in a file are 2-byte aligned) and never leave the row.
  * Only the table is exported; every function is static. */
-#include "../matvec.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -262,8 +263,9 @@ static float dot_q4_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const __m256i m4 = _mm256_set1_epi8(15);
     __m256 acc = _mm256_setzero_ps(), accm = acc;
     for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
-        uint8_t sm[16];
-        tm__k4_scales_mins(b + 4, sm);
+        uint32_t w4[4];
+        tm__k4_scale_min_words(b + 4, w4);
+        const uint8_t *sm = (const uint8_t *)w4;
         /* x's sums of groups of 32 (pairs of its 16-sums) times the mins */
         const __m128i xs32 = _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8));
         const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(sm + 8)));

@@ -5,7 +5,8 @@
  * products per lane, then double; TM_MATVEC_Q8 is ggml's maddubs/madd integer scheme on 64 bytes at a
  * time. Types missing here (q4_0 in TM_MATVEC_Q8) run the AVX2 kernel.
  * Only the table is exported; every function is static. */
-#include "../matvec.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -126,9 +127,9 @@ static float dot_q4_0_avx512(const void *w, const float *x, size_t n_blocks)
  * decoder forms them), for broadcast loads. */
 static void q4_K_scales(const uint8_t *b, float d1[8], float m1[8])
 {
-    uint8_t sm[16];
-    tm__k4_scales_mins(b + 4, sm);
-    const __m128i v = ld128(sm);
+    uint32_t w4[4];
+    tm__k4_scale_min_words(b + 4, w4);
+    const __m128i v = ld128(w4);
     _mm256_storeu_ps(d1, _mm256_mul_ps(_mm256_set1_ps(half(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))));
     _mm256_storeu_ps(m1, _mm256_mul_ps(_mm256_set1_ps(half(b + 2)),
                                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)))));
@@ -267,8 +268,9 @@ static float dot_q4_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     const __m512i m4 = _mm512_set1_epi8(15);
     __m512 acc = _mm512_setzero_ps(), accm = acc;
     for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
-        uint8_t sm[16];
-        tm__k4_scales_mins(b + 4, sm);
+        uint32_t w4[4];
+        tm__k4_scale_min_words(b + 4, w4);
+        const uint8_t *sm = (const uint8_t *)w4;
         const __m128i xs32 = _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8));
         const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(sm + 8)));
         const __m512i pm = _mm512_zextsi128_si512(_mm_madd_epi16(mins, xs32));
