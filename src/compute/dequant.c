@@ -1,17 +1,10 @@
-/* Public dequantization entry points, the choice of instruction-set path, and threading.
- *
- * The path is chosen once, at first use: TM_ISA from the environment when set, otherwise the
- * best one cpuid and XCR0 allow. The choice is a pointer to a const kernel table held in an
- * atomic, so every later call costs one acquire load. Nothing here is compiled with -m flags:
- * SIMD code is reached only through a table the CPU check has approved. */
+/* Public dequantization entry points and threading. The kernels are those of the path in use
+ * (isa.c: TM_ISA, tm_set_isa or cpuid). Nothing here is compiled with -m flags. */
 #include "../common/internal.h"
-#include "kernels.h"
+#include "compute.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 /* Outputs are written with ordinary stores at every size. Non-temporal stores (through a 16 KiB
  * L1 tile, for outputs of 32 MiB and more) were measured on the development machine (AMD EPYC
@@ -21,186 +14,6 @@
 /* tm_dequant_tensor: threads (tm__run_workers) take output in chunks of this size (a multiple of
  * every block's output: 4, 128 and 1024 bytes). */
 #define CHUNK_BYTES (256u << 10)
-
-/* ---- the paths, their tables merged, and choosing one --------------------------------------- */
-
-/* A path as the decoders see it: its kernel tables merged, and every empty slot filled with the
- * kernel of its fallback path, so one load finds the kernel. Built once, at first use. */
-typedef struct path {
-    const char *name;
-    unsigned fallback;              /* a TM__ISA_ id */
-    bool built;                     /* some kernel table of this build belongs to it */
-    tm__dequant_fn *fn[TM__SLOTS];  /* NULL: no path decodes the type */
-    unsigned char from[TM__SLOTS];  /* the path whose kernel fn[slot] is */
-} path;
-
-#define FALLBACK_FIRST(id, name, fallback) \
-    _Static_assert(TM__ISA_##fallback <= TM__ISA_##id, "a fallback must come before its path");
-TM__ISA_LIST(FALLBACK_FIRST)
-#undef FALLBACK_FIRST
-
-static path paths[TM__N_ISAS] = {
-#define PATH_INIT(id, name_, fallback_) [TM__ISA_##id] = { .name = name_, .fallback = TM__ISA_##fallback_ },
-    TM__ISA_LIST(PATH_INIT)
-#undef PATH_INIT
-};
-
-/* The path stored when TM_ISA names a path this machine cannot run: every call then fails
- * with TM_ISA and says why, rather than silently running another path. */
-static const path refused = { .name = "none" };
-
-static const tm__kernels *const tables[] = {
-#define TABLE_REF(table) &table,
-    TM__KERNEL_TABLES(TABLE_REF)
-#undef TABLE_REF
-};
-
-static pthread_once_t merged_once = PTHREAD_ONCE_INIT;
-
-static void merge(void)
-{
-    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
-        for (unsigned i = 0; i < TM__N_ISAS; i++) {
-            if (strcmp(tables[t]->name, paths[i].name) != 0)
-                continue;
-            paths[i].built = true;
-            for (unsigned s = 0; s < TM__SLOTS; s++)
-                if (tables[t]->fn[s] && !paths[i].fn[s]) {
-                    paths[i].fn[s] = tables[t]->fn[s];
-                    paths[i].from[s] = (unsigned char)i;
-                }
-        }
-    /* fallbacks come first in the list, so each one is complete when its path takes from it */
-    for (unsigned i = 0; i < TM__N_ISAS; i++)
-        for (unsigned s = 0; paths[i].built && s < TM__SLOTS; s++)
-            if (!paths[i].fn[s]) {
-                paths[i].fn[s] = paths[paths[i].fallback].fn[s];
-                paths[i].from[s] = paths[paths[i].fallback].from[s];
-            }
-}
-
-static void ensure_merged(void) { pthread_once(&merged_once, merge); }
-
-static _Atomic(const path *) active;
-
-static bool runs_here(unsigned isa)
-{
-#if defined(__x86_64__)
-    if (isa == TM__ISA_AVX512)
-        return (tm__x86_features() & TM__X86_AVX512) != 0;
-    if (isa == TM__ISA_AVX2)
-        return (tm__x86_features() & TM__X86_AVX2) != 0;
-#endif
-    (void)isa; /* scalar runs everywhere; NEON is part of every aarch64 CPU */
-    return true;
-}
-
-static int isa_named(const char *name)
-{
-    for (unsigned i = 0; i < TM__N_ISAS; i++)
-        if (strcmp(paths[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
-/* Why name cannot be used, into err; TM_OK when it can (and *out is set). */
-static tm_status check_isa(const char *context, const char *name, const path **out,
-                           tm_error *err)
-{
-    ensure_merged();
-    const int i = isa_named(name);
-    if (i >= 0 && paths[i].built && runs_here((unsigned)i)) {
-        *out = &paths[i];
-        return TM_OK;
-    }
-    char q[80];
-    tm__quote(q, sizeof q, name, strlen(name));
-    if (i >= 0)
-        return tm__fail(err, TM_ISA, TM_NO_OFFSET,
-                        paths[i].built ? "%s: instruction set %s is not supported by this CPU "
-                                         "or its operating system"
-                                       : "%s: instruction set %s is not built into the library "
-                                         "for this architecture",
-                        context, q);
-    char known[64] = "";
-    for (unsigned k = 0; k < TM__N_ISAS; k++)
-        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k ? ", " : "",
-                 paths[k].name);
-    return tm__fail(err, TM_ISA, TM_NO_OFFSET, "%s: instruction set %s is unknown (known: %s)",
-                    context, q, known);
-}
-
-static const path *choose(void)
-{
-    const char *env = getenv("TM_ISA");
-    if (env && *env) {
-        const path *k;
-        return check_isa("TM_ISA", env, &k, NULL) == TM_OK ? k : &refused;
-    }
-    ensure_merged();
-    for (unsigned i = TM__N_ISAS; i-- > 0;) /* best last */
-        if (paths[i].built && runs_here(i))
-            return &paths[i];
-    return &paths[TM__ISA_SCALAR];
-}
-
-static const path *active_path(void)
-{
-    const path *k = atomic_load_explicit(&active, memory_order_acquire);
-    if (!k) {
-        const path *none = NULL;
-        k = choose();
-        /* two first calls may race: both computed the same answer, keep the first stored */
-        if (!atomic_compare_exchange_strong_explicit(&active, &none, k, memory_order_acq_rel,
-                                                     memory_order_acquire))
-            k = none;
-    }
-    return k;
-}
-
-const char *tm_isa(void) { return active_path()->name; }
-
-tm_status tm_set_isa(const char *name, tm_error *err)
-{
-    const path *k;
-    if (!name)
-        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_set_isa: name is NULL");
-    tm_status st = check_isa("tm_set_isa", name, &k, err);
-    if (st == TM_OK)
-        atomic_store_explicit(&active, k, memory_order_release);
-    return st;
-}
-
-bool tm_isa_available(const char *name)
-{
-    const path *k;
-    return name && check_isa("", name, &k, NULL) == TM_OK;
-}
-
-const char *tm_isa_built(unsigned i)
-{
-    ensure_merged();
-    for (unsigned k = 0; k < TM__N_ISAS; k++)
-        if (paths[k].built && i-- == 0)
-            return paths[k].name;
-    return NULL;
-}
-
-tm__dequant_fn *tm__kernel_for(unsigned isa, tm_type type, unsigned *from)
-{
-    ensure_merged();
-    const int slot = tm__type_slot(type);
-    if (isa >= TM__N_ISAS || !paths[isa].built || slot < 0)
-        return NULL;
-    if (from)
-        *from = paths[isa].from[slot];
-    return paths[isa].fn[slot];
-}
-
-bool tm_type_can_dequant(tm_type type)
-{
-    return tm__kernel_for(TM__ISA_SCALAR, type, NULL) != NULL;
-}
 
 /* ---- one decode ---------------------------------------------------------------------------- */
 
@@ -236,19 +49,12 @@ static tm_status prepare(const tm_tensor *t, tm_type type, const void *src, uint
 {
     const uint64_t info_offset = t ? t->info_offset : TM_NO_OFFSET;
     char what[128];
-    const path *k = active_path();
-    if (k == &refused) {
-        /* say why again (the environment is read, not stored); tm_set_isa clears this */
-        const char *env = getenv("TM_ISA");
-        const path *unused;
-        if (!env || check_isa("TM_ISA", env, &unused, err) == TM_OK)
-            return tm__fail(err, TM_ISA, TM_NO_OFFSET,
-                            "TM_ISA named an instruction set this machine cannot run");
+    const tm__kernels *k = tm__active_kernels(NULL, err);
+    if (!k)
         return TM_ISA;
-    }
     const uint32_t block_elems = tm_type_block_elems(type);
     const int slot = tm__type_slot(type);
-    if (block_elems == 0 || slot < 0 || !k->fn[slot]) {
+    if (block_elems == 0 || slot < 0 || !k->dequant[slot]) {
         const char *tn = tm_type_name(type);
         if (tn)
             return tm__fail(err, TM_UNSUPPORTED, info_offset,
@@ -264,7 +70,7 @@ static tm_status prepare(const tm_tensor *t, tm_type type, const void *src, uint
     if (n_blocks && (!src || !out))
         return tm__fail(err, TM_INVALID_ARG, info_offset, "%s: %s pointer is NULL",
                         SUBJECT(t, what), src ? "output" : "input");
-    j->fn = k->fn[slot];
+    j->fn = k->dequant[slot];
     j->src = src;
     j->dst = out;
     j->n_blocks = (size_t)n_blocks;

@@ -314,9 +314,8 @@ static void dequant_bool_scalar(const void *src, float *dst, size_t n)
         dst[i] = p[i] ? 1.0f : 0.0f;
 }
 
-const tm__kernels tm__kernels_scalar = {
-    .name = "scalar",
-    .fn = {
+const tm__kernels tm__kernels_dequant_scalar = {
+    .dequant = {
         [TM_TYPE_F32] = dequant_f32_scalar,
         [TM_TYPE_F16] = dequant_f16_scalar,
         [TM_TYPE_BF16] = dequant_bf16_scalar,

@@ -177,9 +177,8 @@ static void dequant_iq1_m_scalar(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_scalar_iq = {
-    .name = "scalar",
-    .fn = {
+const tm__kernels tm__kernels_dequant_scalar_iq = {
+    .dequant = {
         [TM_TYPE_IQ2_XXS] = dequant_iq2_xxs_scalar,
         [TM_TYPE_IQ2_XS] = dequant_iq2_xs_scalar,
         [TM_TYPE_IQ2_S] = dequant_iq2_s_scalar,

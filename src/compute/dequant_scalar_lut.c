@@ -148,9 +148,8 @@ static void dequant_q2_0_scalar(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_scalar_lut = {
-    .name = "scalar",
-    .fn = {
+const tm__kernels tm__kernels_dequant_scalar_lut = {
+    .dequant = {
         [TM_TYPE_IQ4_NL] = dequant_iq4_nl_scalar,
         [TM_TYPE_IQ4_XS] = dequant_iq4_xs_scalar,
         [TM_TYPE_MXFP4] = dequant_mxfp4_scalar,

@@ -1,11 +1,14 @@
 /* The dispatch ABI of the compute part: the table slots, the instruction-set paths, the kernel
- * types of each family, and the const tables the kernel files export.
+ * types of each family, and the one table type every kernel file exports.
  *
  * Each kernel file (src/compute/dequant_scalar.c, x86/dequant_avx2.c, arm/matvec_neon.c, ...)
- * exports exactly one table; everything else in it is static, so no code compiled with
- * -mavx512f can be reached from scalar code by accident. A header without a .c: the kernel
- * files, the entry points (dequant.c, matvec.c) and the dispatcher all include it, and it
- * includes nothing of theirs. */
+ * exports exactly one const tm__kernels table, named after the file: tm__kernels_<file name>
+ * (x86/dequant_avx2_lut.c: tm__kernels_dequant_avx2_lut). Everything else in it is static, so no
+ * code compiled with -mavx512f can be reached from scalar code by accident. Which path a table
+ * belongs to is not written in the file: it is the list of mk/sources.mk the file is in, the same
+ * list that gives it its -m flags, and it reaches isa.c as TM__KERNEL_TABLES (see there).
+ * A header without a .c: the kernel files, the entry points and the dispatcher include it, and
+ * it includes nothing of theirs. */
 #ifndef TM_KERNELS_H
 #define TM_KERNELS_H
 
@@ -51,30 +54,32 @@ static inline int tm__type_slot(tm_type t)
 
 /* ---- the instruction-set paths ------------------------------------------------------------- */
 
-/* Every instruction-set path the library knows, X(ID, "name", FALLBACK): for a type a path's
- * tables have no kernel for, the path runs its fallback's kernel (resolved once, at first use:
- * avx512 -> avx2 -> scalar). Later paths are better; a fallback comes before its path. */
-#define TM__ISA_LIST(X)             \
-    X(SCALAR, "scalar", SCALAR)     \
-    X(AVX2, "avx2", SCALAR)         \
-    X(AVX512, "avx512", AVX2)       \
-    X(NEON, "neon", SCALAR)
-
-enum tm__isa {
-#define TM__ISA_ENUM(id, name, fallback) TM__ISA_##id,
-    TM__ISA_LIST(TM__ISA_ENUM)
-#undef TM__ISA_ENUM
-    TM__N_ISAS
-};
-
-#if defined(__x86_64__)
-/* src/compute/x86/cpu.c: what the CPU and the OS (XCR0) both support. */
+/* What a path needs of the CPU and the OS, as bits of src/compute/x86/cpu.c's answer. */
 enum {
     TM__X86_AVX2 = 1u << 0,   /* AVX2 + FMA + F16C + BMI2, YMM state enabled by the OS */
     TM__X86_AVX512 = 1u << 1, /* AVX-512 F, BW, VL, DQ, VBMI, ZMM + opmask state enabled */
 };
-unsigned tm__x86_features(void);
+#if defined(__x86_64__)
+unsigned tm__x86_features(void); /* the TM__X86_ bits this CPU and its OS both support */
 #endif
+
+/* Every instruction-set path the library knows, X(ID, "name", FALLBACK, NEEDS): for a type a
+ * path's tables have no kernel for, the path runs its fallback's kernel (resolved once, at first
+ * use: avx512 -> avx2 -> scalar); NEEDS is what the CPU must have for the path to run (NEON is
+ * part of every aarch64 CPU). Later paths are better; a fallback comes before its path. A path
+ * is built when some kernel file of this build belongs to it. */
+#define TM__ISA_LIST(X)                             \
+    X(SCALAR, "scalar", SCALAR, 0)                  \
+    X(AVX2, "avx2", SCALAR, TM__X86_AVX2)           \
+    X(AVX512, "avx512", AVX2, TM__X86_AVX512)       \
+    X(NEON, "neon", SCALAR, 0)
+
+enum tm__isa {
+#define TM__ISA_ENUM(id, name, fallback, needs) TM__ISA_##id,
+    TM__ISA_LIST(TM__ISA_ENUM)
+#undef TM__ISA_ENUM
+    TM__N_ISAS
+};
 
 /* ---- the kernel families ------------------------------------------------------------------- */
 
@@ -109,53 +114,24 @@ typedef struct tm__q8_Kx {
 _Static_assert(sizeof(tm__q8_0x) == 36, "q8_0 activation block is 36 bytes");
 _Static_assert(sizeof(tm__q8_Kx) == 292, "q8_K activation block is 292 bytes");
 
-/* ---- the tables ---------------------------------------------------------------------------- */
+/* ---- the table ---------------------------------------------------------------------------- */
 
-/* One dequant kernel file's table. A path may have several (one per kernel file: one family of
- * types each); they are merged at first use, and no two tables of a path may fill the same
- * slot. */
+/* The kernel families, X(field, kernel type): a table has a slot array per family. A new family
+ * (the batched product, quantization) is a line here; isa.c merges every family by one rule. */
+#define TM__FAMILIES(X)              \
+    X(dequant, tm__dequant_fn)       \
+    X(mv_f32, tm__mv_f32_fn)         \
+    X(mv_q8, tm__mv_q8_fn)
+
+/* One kernel file's kernels, by family and slot; NULL: the file has none for that type (then the
+ * path's other tables, then its fallback path, then, for matvec, decode + dot). A path may have
+ * several tables (one per kernel file); no two of them may fill the same slot of a family.
+ * Slots are written [TM_TYPE_Q4_K] for ggml ids (their slot is their id) and
+ * [TM__SLOT(TM_TYPE_U8)] for safetensors ids (a raw one would not fit the array). */
 typedef struct tm__kernels {
-    const char *name;               /* the path it belongs to: a name in TM__ISA_LIST */
-    tm__dequant_fn *fn[TM__SLOTS];  /* NULL: this file has no kernel for the type */
+#define TM__FAMILY_SLOTS(family, fn_type) fn_type *family[TM__SLOTS];
+    TM__FAMILIES(TM__FAMILY_SLOTS)
+#undef TM__FAMILY_SLOTS
 } tm__kernels;
-
-/* Every dequant kernel table of this build, X(table). Adding a kernel file: a line in
- * mk/sources.mk (with its -m flags) and its table here. */
-#if defined(__x86_64__)
-#define TM__ARCH_TABLES(X) \
-    X(tm__kernels_avx2) X(tm__kernels_avx2_lut) X(tm__kernels_avx2_iq) \
-    X(tm__kernels_avx512) X(tm__kernels_avx512_lut) X(tm__kernels_avx512_iq)
-#elif defined(__aarch64__)
-#define TM__ARCH_TABLES(X) X(tm__kernels_neon) X(tm__kernels_neon_iq)
-#else
-#define TM__ARCH_TABLES(X)
-#endif
-#define TM__KERNEL_TABLES(X) \
-    X(tm__kernels_scalar) X(tm__kernels_scalar_iq) X(tm__kernels_scalar_lut) TM__ARCH_TABLES(X)
-
-#define TM__DECLARE_TABLE(table) extern const tm__kernels table;
-TM__KERNEL_TABLES(TM__DECLARE_TABLE)
-#undef TM__DECLARE_TABLE
-
-/* A matvec kernel file's table. */
-typedef struct tm__matvec_kernels {
-    const char *name;                /* the dequant path's name: "scalar", "avx2", ... */
-    tm__mv_f32_fn *f32[TM__SLOTS];   /* NULL: the next path's kernel, then decode + dot */
-    tm__mv_q8_fn *q8[TM__SLOTS];     /* NULL: the next path's kernel, then float32 math */
-} tm__matvec_kernels;
-
-extern const tm__matvec_kernels tm__matvec_scalar;
-#if defined(__x86_64__)
-extern const tm__matvec_kernels tm__matvec_avx2;
-extern const tm__matvec_kernels tm__matvec_avx512;
-#endif
-#if defined(__aarch64__)
-extern const tm__matvec_kernels tm__matvec_neon;
-#endif
-
-/* dequant.c: the kernel path isa (a TM__ISA_ id) runs for type, after the fallbacks; NULL when
- * the path is not built here or no path decodes the type. For the tests that pin which kernel
- * each path holds. *from, when not NULL, gets the path the kernel belongs to. */
-tm__dequant_fn *tm__kernel_for(unsigned isa, tm_type type, unsigned *from);
 
 #endif /* TM_KERNELS_H */

@@ -1,8 +1,8 @@
 /* tm_matvec_rows and tm_matvec: y = W x straight from the quantized blocks in the mapping.
  *
  * The instruction-set path is the dequant kernels' (tm_isa(): TM_ISA or cpuid, tm_set_isa). Per
- * type and mode, the kernel is taken from that path's table, else from the next path down
- * (avx512 -> avx2 -> scalar, neon -> scalar), else a row is computed here by decoding a few
+ * type and mode, the kernel is the path's merged one (isa.c: its own, else the next path down's,
+ * avx512 -> avx2 -> scalar, neon -> scalar), else a row is computed here by decoding a few
  * blocks at a time into a stack buffer (tm_dequant_raw, bit-exact on every path) and taking their
  * dot with x in double. So a type that gains a decoder works in both modes with no change
  * here. In TM_MATVEC_Q8, a type with no 8-bit kernel on any path falls back to that float32
@@ -12,7 +12,7 @@
  * on the row, so splitting the rows over threads cannot change a bit of y. Nothing here is
  * compiled with -m flags. */
 #include "../common/internal.h"
-#include "kernels.h"
+#include "compute.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,45 +24,6 @@
 #define CHUNK_BYTES (256u << 10)
 /* the fallback decodes this many floats at a time (16 KiB of stack; a multiple of every block) */
 #define FALLBACK_FLOATS 4096u
-
-/* ---- the path ------------------------------------------------------------------------------ */
-
-/* Each path and the paths its missing kernels fall back to, best first. */
-static const tm__matvec_kernels *const *chain_named(const char *name)
-{
-    static const tm__matvec_kernels *const scalar[] = { &tm__matvec_scalar, NULL };
-#if defined(__x86_64__)
-    static const tm__matvec_kernels *const avx2[] = { &tm__matvec_avx2, &tm__matvec_scalar, NULL };
-    static const tm__matvec_kernels *const avx512[] = { &tm__matvec_avx512, &tm__matvec_avx2,
-                                                        &tm__matvec_scalar, NULL };
-    if (strcmp(name, "avx512") == 0)
-        return avx512;
-    if (strcmp(name, "avx2") == 0)
-        return avx2;
-#endif
-#if defined(__aarch64__)
-    static const tm__matvec_kernels *const neon[] = { &tm__matvec_neon, &tm__matvec_scalar, NULL };
-    if (strcmp(name, "neon") == 0)
-        return neon;
-#endif
-    return strcmp(name, "scalar") == 0 ? scalar : NULL;
-}
-
-static tm__mv_f32_fn *find_f32(const tm__matvec_kernels *const *chain, int slot)
-{
-    for (; *chain; chain++)
-        if ((*chain)->f32[slot])
-            return (*chain)->f32[slot];
-    return NULL;
-}
-
-static tm__mv_q8_fn *find_q8(const tm__matvec_kernels *const *chain, int slot)
-{
-    for (; *chain; chain++)
-        if ((*chain)->q8[slot])
-            return (*chain)->q8[slot];
-    return NULL;
-}
 
 /* ---- one call's plan ----------------------------------------------------------------------- */
 
@@ -169,31 +130,24 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "%s: %s has no data", fn,
                         label(t, what, sizeof what));
 
-    const char *isa = tm_isa();
-    const tm__matvec_kernels *const *chain = chain_named(isa);
-    if (!chain) {
-        const char *env = getenv("TM_ISA");
-        char q[80];
-        tm__quote(q, sizeof q, env ? env : isa, env ? strlen(env) : strlen(isa));
-        return tm__fail(err, TM_ISA, TM_NO_OFFSET,
-                        "%s: TM_ISA=%s names an instruction set this machine cannot run "
-                        "(tm_set_isa chooses another)", fn, q);
-    }
+    const tm__kernels *k = tm__active_kernels(fn, err);
+    if (!k)
+        return TM_ISA;
     memset(p, 0, sizeof *p);
     p->w = t->data;
     p->n_blocks = (size_t)(cols / be);
     p->row_bytes = p->n_blocks * tm_type_block_bytes(t->type);
     p->type = t->type;
     p->block_elems = be;
-    p->f32 = find_f32(chain, slot);
+    p->f32 = k->mv_f32[slot];
     /* decode + dot takes the scalar f32 dot: each product exact in double. A SIMD float dot
      * broke 1e-6 on golden iq1_m and q1_0 rows whose terms sum to 300 times max|y|. */
-    p->dot = tm__matvec_scalar.f32[TM_TYPE_F32];
+    p->dot = tm__path_kernels(TM__ISA_SCALAR)->mv_f32[TM__SLOT(TM_TYPE_F32)];
     p->x = x;
     p->y = y;
     p->r0 = r0;
     if (mode == TM_MATVEC_Q8 && (be == 32 || be == 256) && r1 > r0)
-        p->q8 = find_q8(chain, slot);
+        p->q8 = k->mv_q8[slot];
     if (tm__tensor_is_remote(t)) {
         p->q8 = NULL; /* the checks are done; remote_rows plans each fetched piece */
         return TM_OK;

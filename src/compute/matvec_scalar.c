@@ -103,12 +103,11 @@ static float dot_q6_K_q8_scalar(const void *w, const void *xq, size_t n_blocks)
     return sum;
 }
 
-const tm__matvec_kernels tm__matvec_scalar = {
-    .name = "scalar",
-    .f32 = {
+const tm__kernels tm__kernels_matvec_scalar = {
+    .mv_f32 = {
         [TM_TYPE_F32] = dot_f32_scalar,
     },
-    .q8 = {
+    .mv_q8 = {
         [TM_TYPE_Q8_0] = dot_q8_0_q8_scalar,
         [TM_TYPE_Q4_0] = dot_q4_0_q8_scalar,
         [TM_TYPE_Q4_K] = dot_q4_K_q8_scalar,

@@ -258,9 +258,8 @@ static void dequant_q6_K_neon(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_neon = {
-    .name = "neon",
-    .fn = {
+const tm__kernels tm__kernels_dequant_neon = {
+    .dequant = {
         [TM_TYPE_F16] = dequant_f16_neon,
         [TM_TYPE_BF16] = dequant_bf16_neon,
         [TM_TYPE_Q4_0] = dequant_q4_0_neon,

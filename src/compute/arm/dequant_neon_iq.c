@@ -107,9 +107,8 @@ static void dequant_iq1_m_neon(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_neon_iq = {
-    .name = "neon",
-    .fn = {
+const tm__kernels tm__kernels_dequant_neon_iq = {
+    .dequant = {
         [TM_TYPE_IQ2_XXS] = dequant_iq2_xxs_neon,
         [TM_TYPE_IQ2_XS] = dequant_iq2_xs_neon,
         [TM_TYPE_IQ2_S] = dequant_iq2_s_neon,

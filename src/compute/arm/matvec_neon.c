@@ -146,15 +146,14 @@ static float dot_q4_K_q8_neon(const void *w, const void *xq, size_t n_blocks)
     return sum;
 }
 
-const tm__matvec_kernels tm__matvec_neon = {
-    .name = "neon",
-    .f32 = {
+const tm__kernels tm__kernels_matvec_neon = {
+    .mv_f32 = {
         [TM_TYPE_F32] = dot_f32_neon,
         [TM_TYPE_F16] = dot_f16_neon,
         [TM_TYPE_BF16] = dot_bf16_neon,
         [TM_TYPE_Q8_0] = dot_q8_0_neon,
     },
-    .q8 = {
+    .mv_q8 = {
         [TM_TYPE_Q8_0] = dot_q8_0_q8_neon,
         [TM_TYPE_Q4_K] = dot_q4_K_q8_neon,
     },

@@ -127,9 +127,8 @@ static void dequant_iq1_m_avx2(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx2_iq = {
-    .name = "avx2",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx2_iq = {
+    .dequant = {
         [TM_TYPE_IQ2_XXS] = dequant_iq2_xxs_avx2,
         [TM_TYPE_IQ2_XS] = dequant_iq2_xs_avx2,
         [TM_TYPE_IQ2_S] = dequant_iq2_s_avx2,

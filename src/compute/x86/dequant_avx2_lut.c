@@ -193,9 +193,8 @@ static void dequant_q1_0_avx2(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx2_lut = {
-    .name = "avx2",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx2_lut = {
+    .dequant = {
         [TM_TYPE_IQ4_NL] = dequant_iq4_nl_avx2,
         [TM_TYPE_IQ4_XS] = dequant_iq4_xs_avx2,
         [TM_TYPE_MXFP4] = dequant_mxfp4_avx2,

@@ -319,9 +319,8 @@ static void dequant_q6_K_avx512(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx512 = {
-    .name = "avx512",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx512 = {
+    .dequant = {
         [TM_TYPE_F16] = dequant_f16_avx512,
         [TM_TYPE_BF16] = dequant_bf16_avx512,
         [TM_TYPE_Q4_0] = dequant_q4_0_avx512,

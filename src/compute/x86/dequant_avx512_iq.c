@@ -204,9 +204,8 @@ static void dequant_iq1_m_avx512(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx512_iq = {
-    .name = "avx512",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx512_iq = {
+    .dequant = {
         [TM_TYPE_IQ2_XXS] = dequant_iq2_xxs_avx512,
         [TM_TYPE_IQ2_XS] = dequant_iq2_xs_avx512,
         [TM_TYPE_IQ2_S] = dequant_iq2_s_avx512,

@@ -172,9 +172,8 @@ static void dequant_q1_0_avx512(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx512_lut = {
-    .name = "avx512",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx512_lut = {
+    .dequant = {
         [TM_TYPE_IQ4_NL] = dequant_iq4_nl_avx512,
         [TM_TYPE_IQ4_XS] = dequant_iq4_xs_avx512,
         [TM_TYPE_MXFP4] = dequant_mxfp4_avx512,

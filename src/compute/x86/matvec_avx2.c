@@ -322,9 +322,8 @@ static float dot_q6_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     return hsum(acc);
 }
 
-const tm__matvec_kernels tm__matvec_avx2 = {
-    .name = "avx2",
-    .f32 = {
+const tm__kernels tm__kernels_matvec_avx2 = {
+    .mv_f32 = {
         [TM_TYPE_F32] = dot_f32_avx2,
         [TM_TYPE_F16] = dot_f16_avx2,
         [TM_TYPE_BF16] = dot_bf16_avx2,
@@ -333,7 +332,7 @@ const tm__matvec_kernels tm__matvec_avx2 = {
         [TM_TYPE_Q4_K] = dot_q4_K_avx2,
         [TM_TYPE_Q6_K] = dot_q6_K_avx2,
     },
-    .q8 = {
+    .mv_q8 = {
         [TM_TYPE_Q8_0] = dot_q8_0_q8_avx2,
         [TM_TYPE_Q4_0] = dot_q4_0_q8_avx2,
         [TM_TYPE_Q4_K] = dot_q4_K_q8_avx2,

@@ -320,9 +320,8 @@ static float dot_q6_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     return _mm512_reduce_add_ps(acc);
 }
 
-const tm__matvec_kernels tm__matvec_avx512 = {
-    .name = "avx512",
-    .f32 = {
+const tm__kernels tm__kernels_matvec_avx512 = {
+    .mv_f32 = {
         [TM_TYPE_F32] = dot_f32_avx512,
         [TM_TYPE_F16] = dot_f16_avx512,
         [TM_TYPE_BF16] = dot_bf16_avx512,
@@ -331,7 +330,7 @@ const tm__matvec_kernels tm__matvec_avx512 = {
         [TM_TYPE_Q4_K] = dot_q4_K_avx512,
         [TM_TYPE_Q6_K] = dot_q6_K_avx512,
     },
-    .q8 = {
+    .mv_q8 = {
         [TM_TYPE_Q8_0] = dot_q8_0_q8_avx512,
         [TM_TYPE_Q4_K] = dot_q4_K_q8_avx512,
         [TM_TYPE_Q6_K] = dot_q6_K_q8_avx512,
