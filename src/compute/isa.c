@@ -19,7 +19,7 @@
  * mk/sources.mk from its lists of kernel files (the list a file is in is its path), so that a
  * new kernel file is one line there. A table its file does not define fails the link. */
 #ifndef TM__KERNEL_TABLES
-#error "TM__KERNEL_TABLES, the kernel files of this build, comes from mk/sources.mk: build with make"
+#error "TM__KERNEL_TABLES (the kernel files of this build) comes from mk/sources.mk: use make"
 #endif
 
 #define DECLARE_TABLE(table, isa) extern const tm__kernels table;

@@ -86,12 +86,14 @@ static inline int pin_path(unsigned isa, enum pin_family f, char *why, size_t ca
         unsigned from = TM__N_ISAS;
         if (pin_kernel_on(isa, f, type, &from) != exists) {
             snprintf(why, cap, "%s: %s on %s: %s", pin_family_names[f], tm_type_name(type),
-                     pin_isa_names[isa], exists ? "no kernel" : "a kernel the list does not promise");
+                     pin_isa_names[isa],
+                     exists ? "no kernel" : "a kernel the list does not promise");
             return -1;
         }
         if (exists && from != want) {
             snprintf(why, cap, "%s: %s on %s runs %s's kernel, want %s's", pin_family_names[f],
-                     tm_type_name(type), pin_isa_names[isa], pin_isa_names[from], pin_isa_names[want]);
+                     tm_type_name(type), pin_isa_names[isa], pin_isa_names[from],
+                     pin_isa_names[want]);
             return -1;
         }
         checked += exists;
