@@ -605,6 +605,45 @@ Test(dequant_api, types_without_a_decoder_are_refused)
     cr_assert_eq(tm_type_block_elems((tm_type)43), 0);
 }
 
+/* Every entry point refuses a type without a decoder in the same words, naming the tensor:
+ * tm_dequant_tensor and tm_dequant_rows (which check the block geometry first) as
+ * tm_dequant_raw and tm_matvec do. */
+Test(dequant_api, every_entry_point_refuses_a_type_without_a_decoder_alike)
+{
+    static const struct {
+        unsigned id;
+        const char *says;
+    } cases[] = {
+        { 4, "tensor 'w': type q4_2 has no decoder in this library" },
+        { TM_TYPE_Q8_K, "tensor 'w': type q8_K has no decoder in this library" },
+        { 77, "tensor 'w': type id 77 is not a known type" },
+    };
+    static const uint8_t data[1024];
+    float out[256], x[256] = { 0 };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tm_tensor t;
+        memset(&t, 0, sizeof t);
+        t.name.ptr = "w";
+        t.name.len = 1;
+        t.type = (tm_type)cases[i].id;
+        t.n_dims = 1;
+        t.ne[0] = t.n_elements = tm_type_block_elems(t.type) ? tm_type_block_elems(t.type) : 1;
+        t.ne[1] = t.ne[2] = t.ne[3] = 1;
+        t.n_bytes = tm_type_block_bytes(t.type);
+        t.data = data;
+        t.info_offset = 123;
+        tm_error err = {0};
+        cr_assert_eq(tm_dequant_tensor(&t, out, 1, &err), TM_UNSUPPORTED, "id %u", cases[i].id);
+        cr_assert_str_eq(err.message, cases[i].says);
+        cr_assert_eq(err.offset, 123);
+        cr_assert_eq(tm_dequant_rows(&t, 0, 1, out, &err), TM_UNSUPPORTED, "id %u", cases[i].id);
+        cr_assert_str_eq(err.message, cases[i].says);
+        cr_assert_eq(tm_matvec(&t, x, out, TM_MATVEC_F32, 1, &err), TM_UNSUPPORTED);
+        cr_assert(strncmp(err.message, "tm_matvec: ", 11) == 0, "%s", err.message);
+        cr_assert_str_eq(err.message + 11, cases[i].says);
+    }
+}
+
 /* Every id ggml defines that has a float decoder there decodes here: all but q8_1 and q8_K. */
 Test(dequant_api, every_ggml_type_with_a_ggml_decoder_decodes)
 {

@@ -3,17 +3,11 @@
 #include "../common/internal.h"
 #include "compute.h"
 
-#include <stdatomic.h>
-#include <stdio.h>
 
 /* Outputs are written with ordinary stores at every size. Non-temporal stores (through a 16 KiB
  * L1 tile, for outputs of 32 MiB and more) were measured on the development machine (AMD EPYC
  * VM) and lost: a 256 MiB NT store loop ran at 17 GB/s against 21 GB/s for plain stores, and
  * decoding through the tile fell from 0.8-1.0 to 0.5-0.7 of memcpy bandwidth. */
-
-/* tm_dequant_tensor: threads (tm__run_workers) take output in chunks of this size (a multiple of
- * every block's output: 4, 128 and 1024 bytes). */
-#define CHUNK_BYTES (256u << 10)
 
 /* ---- one decode ---------------------------------------------------------------------------- */
 
@@ -29,18 +23,9 @@ typedef struct job {
 
 static void run_job(const job *j) { j->fn(j->src, j->dst, j->n_blocks); }
 
-/* "tensor 'name'" for messages. */
-static const char *tensor_label(const tm_tensor *t, char *buf, size_t cap)
-{
-    char q[96];
-    tm__quote(q, sizeof q, t->name.ptr, t->name.len);
-    snprintf(buf, cap, "tensor %s", q);
-    return buf;
-}
-
 /* What a message is about: the tensor, or the raw blocks of tm_dequant_raw (t NULL). Rendered
  * only when a call fails: the success path runs once per row tile of an inference loop. */
-#define SUBJECT(t, buf) ((t) ? tensor_label((t), (buf), sizeof(buf)) : "raw blocks")
+#define SUBJECT(t, buf) ((t) ? tm__tensor_label((t), (buf), sizeof(buf)) : "raw blocks")
 
 /* Check the type, pick the kernel, fill j for n_blocks blocks at src (where the first block
  * lies: in t's data, or raw blocks when t is NULL). */
@@ -54,14 +39,8 @@ static tm_status prepare(const tm_tensor *t, tm_type type, const void *src, uint
         return TM_ISA;
     const uint32_t block_elems = tm_type_block_elems(type);
     const int slot = tm__type_slot(type);
-    if (block_elems == 0 || slot < 0 || !k->dequant[slot]) {
-        const char *tn = tm_type_name(type);
-        if (tn)
-            return tm__fail(err, TM_UNSUPPORTED, info_offset,
-                            "%s: type %s has no decoder in this library", SUBJECT(t, what), tn);
-        return tm__fail(err, TM_UNSUPPORTED, info_offset, "%s: type id %u is not a known type",
-                        SUBJECT(t, what), (unsigned)type);
-    }
+    if (block_elems == 0 || slot < 0 || !k->dequant[slot])
+        return tm__no_decoder(NULL, t, type, err);
     uint64_t n_out;
     if (!tm__mul_u64(n_blocks, block_elems, &n_out) || n_out > SIZE_MAX / sizeof(float))
         return tm__fail(err, TM_INVALID_ARG, info_offset,
@@ -79,25 +58,19 @@ static tm_status prepare(const tm_tensor *t, tm_type type, const void *src, uint
     return TM_OK;
 }
 
-
 static tm_status tensor_blocks(const tm_tensor *t, uint64_t *n_blocks, uint32_t *block_elems,
                                tm_error *err)
 {
     if (!t)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tensor is NULL");
     uint32_t be = tm_type_block_elems(t->type);
+    if (be == 0)
+        return tm__no_decoder(NULL, t, t->type, err);
     char label[128];
-    if (be == 0) {
-        const char *tn = tm_type_name(t->type);
-        return tm__fail(err, TM_UNSUPPORTED, t->info_offset,
-                        "%s: type %s (id %u) has no decoder in this library",
-                        tensor_label(t, label, sizeof label), tn ? tn : "unknown",
-                        (unsigned)t->type);
-    }
     if (t->n_elements % be != 0)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: %llu elements are not a whole number of blocks of %u",
-                        tensor_label(t, label, sizeof label),
+                        tm__tensor_label(t, label, sizeof label),
                         (unsigned long long)t->n_elements, be);
     *n_blocks = t->n_elements / be;
     *block_elems = be;
@@ -134,7 +107,7 @@ tm_status tm_dequant_blocks(const tm_tensor *t, uint64_t first_block, uint64_t n
     if (!tm__add_u64(first_block, n_blocks, &end) || end > total)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: blocks [%llu, +%llu) are outside its %llu blocks",
-                        tensor_label(t, label, sizeof label),
+                        tm__tensor_label(t, label, sizeof label),
                         (unsigned long long)first_block, (unsigned long long)n_blocks,
                         (unsigned long long)total);
     if (tm__tensor_is_remote(t)) {
@@ -165,7 +138,7 @@ tm_status tm_dequant_elements(const tm_tensor *t, uint64_t first, uint64_t n, fl
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: elements [%llu, +%llu) do not start and end on its %u-element "
                         "block boundaries",
-                        tensor_label(t, label, sizeof label), (unsigned long long)first,
+                        tm__tensor_label(t, label, sizeof label), (unsigned long long)first,
                         (unsigned long long)n, be);
     }
     return tm_dequant_blocks(t, first / be, n / be, out, err);
@@ -184,12 +157,13 @@ static tm_status row_blocks(const tm_tensor *t, uint64_t r0, uint64_t r1, uint64
     if (r0 > r1 || r1 > rows)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: rows [%llu, %llu) are not a range inside its %llu rows",
-                        tensor_label(t, label, sizeof label), (unsigned long long)r0,
+                        tm__tensor_label(t, label, sizeof label), (unsigned long long)r0,
                         (unsigned long long)r1, (unsigned long long)rows);
     if (t->ne[0] % *be != 0)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: a row of %llu elements is not a whole number of %u-element blocks",
-                        tensor_label(t, label, sizeof label), (unsigned long long)t->ne[0], *be);
+                        tm__tensor_label(t, label, sizeof label), (unsigned long long)t->ne[0],
+                        *be);
     *first = r0 * (t->ne[0] / *be);
     *n = (r1 - r0) * (t->ne[0] / *be);
     return TM_OK;
@@ -221,31 +195,15 @@ tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_elements, 
 
 /* ---- the whole tensor on N threads ---------------------------------------------------------- */
 
-/* The threads of one tm_dequant_tensor call take chunks of CHUNK_BYTES of output from a shared
- * counter until none is left. Chunks rather than one range per thread: on a shared machine a
- * thread that is descheduled holds back only its current chunk, and the others take the rest.
- * Every block still goes through the same kernel as on one thread, so the result is
- * bit-identical. */
-typedef struct shared_job {
-    job whole;
-    size_t chunk_blocks;
-    atomic_size_t next;      /* first block of the next chunk to take */
-} shared_job;
-
-static void *worker(void *arg)
+/* Blocks [first, first + n) of the job ctx: one chunk of a threaded decode. Every block goes
+ * through the same kernel as on one thread, so the result is bit-identical. */
+static void run_chunk(const void *ctx, uint64_t first, uint64_t n)
 {
-    shared_job *s = arg;
-    for (;;) {
-        const size_t b0 = atomic_fetch_add_explicit(&s->next, s->chunk_blocks, memory_order_relaxed);
-        if (b0 >= s->whole.n_blocks)
-            return NULL;
-        job j = s->whole;
-        j.src += b0 * j.block_bytes;
-        j.dst += b0 * j.block_elems;
-        j.n_blocks = s->whole.n_blocks - b0 < s->chunk_blocks ? s->whole.n_blocks - b0
-                                                              : s->chunk_blocks;
-        run_job(&j);
-    }
+    job j = *(const job *)ctx;
+    j.src += first * j.block_bytes;
+    j.dst += first * j.block_elems;
+    j.n_blocks = (size_t)n;
+    run_job(&j);
 }
 
 /* Blocks [first_block, first_block + n_blocks) of t into out on n_threads threads. */
@@ -256,15 +214,12 @@ static tm_status dequant_threads(const tm_tensor *t, uint64_t first_block, uint6
         remote_out o = {out, be, n_threads};
         return tm__remote_pieces(t, first_block, n_blocks, 1, decode_piece, &o, err);
     }
-    shared_job s;
+    job j;
     tm_status st = prepare(t, t->type, (const uint8_t *)t->data +
-                           first_block * tm_type_block_bytes(t->type), n_blocks, out, &s.whole, err);
+                           first_block * tm_type_block_bytes(t->type), n_blocks, out, &j, err);
     if (st != TM_OK)
         return st;
-    s.chunk_blocks = CHUNK_BYTES / sizeof(float) / be;
-    atomic_init(&s.next, 0);
-
-    tm__run_workers(worker, &s, n_threads, (n_blocks + s.chunk_blocks - 1) / s.chunk_blocks);
+    tm__run_chunks(run_chunk, &j, n_blocks, TM__CHUNK_BYTES / sizeof(float) / be, n_threads);
     return TM_OK;
 }
 

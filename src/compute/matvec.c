@@ -14,14 +14,9 @@
 #include "../common/internal.h"
 #include "compute.h"
 
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* tm_matvec: threads take rows in chunks of about this many bytes of W from a shared counter,
- * so a descheduled thread holds back one chunk, not its share */
-#define CHUNK_BYTES (256u << 10)
 /* the fallback decodes this many floats at a time (16 KiB of stack; a multiple of every block) */
 #define FALLBACK_FLOATS 4096u
 
@@ -42,14 +37,6 @@ typedef struct plan {
     float *y;                  /* y[0] is row r0 */
     uint64_t r0;
 } plan;
-
-static const char *label(const tm_tensor *t, char *buf, size_t cap)
-{
-    char q[96];
-    tm__quote(q, sizeof q, t->name.ptr, t->name.len);
-    snprintf(buf, cap, "tensor %s", q);
-    return buf;
-}
 
 /* ggml's quantize_row_q8_0: d = max|x| / 127, q = round(x / d). The reciprocal is taken in
  * double so that tiny blocks (max|x| < 127 * FLT_MIN) do not overflow it. A NaN or an infinity
@@ -99,36 +86,29 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "%s: tensor is NULL", fn);
     if (!x || !y)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "%s: %s: %s is NULL", fn,
-                        label(t, what, sizeof what), x ? "y" : "x");
+                        tm__tensor_label(t, what, sizeof what), x ? "y" : "x");
     if (mode != TM_MATVEC_F32 && mode != TM_MATVEC_Q8)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: %s: mode %u is neither TM_MATVEC_F32 (0) nor TM_MATVEC_Q8 (1)", fn,
-                        label(t, what, sizeof what), mode);
+                        tm__tensor_label(t, what, sizeof what), mode);
     const int slot = tm__type_slot(t->type);
-    if (slot < 0 || !tm_type_can_dequant(t->type)) {
-        const char *tn = tm_type_name(t->type);
-        if (tn)
-            return tm__fail(err, TM_UNSUPPORTED, t->info_offset,
-                            "%s: %s: type %s has no decoder in this library", fn,
-                            label(t, what, sizeof what), tn);
-        return tm__fail(err, TM_UNSUPPORTED, t->info_offset,
-                        "%s: %s: type id %u is not a known type", fn, label(t, what, sizeof what),
-                        (unsigned)t->type);
-    }
+    if (slot < 0 || !tm_type_can_dequant(t->type))
+        return tm__no_decoder(fn, t, t->type, err);
     const uint32_t be = tm_type_block_elems(t->type);
     const uint64_t cols = t->ne[0], rows = tm_tensor_rows(t);
     if (cols % be != 0)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: %s: a row of %llu elements is not a whole number of %u-element "
-                        "blocks", fn, label(t, what, sizeof what), (unsigned long long)cols, be);
+                        "blocks", fn, tm__tensor_label(t, what, sizeof what),
+                        (unsigned long long)cols, be);
     if (r0 > r1 || r1 > rows)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: %s: rows [%llu, %llu) are not a range inside its %llu rows", fn,
-                        label(t, what, sizeof what), (unsigned long long)r0,
+                        tm__tensor_label(t, what, sizeof what), (unsigned long long)r0,
                         (unsigned long long)r1, (unsigned long long)rows);
     if (rows && !t->data && !tm__tensor_is_remote(t))
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "%s: %s has no data", fn,
-                        label(t, what, sizeof what));
+                        tm__tensor_label(t, what, sizeof what));
 
     const tm__kernels *k = tm__active_kernels(fn, err);
     if (!k)
@@ -158,7 +138,7 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
         if (!p->xq)
             return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
                             "%s: %s: no memory for x quantized to 8 bits (%zu bytes)", fn,
-                            label(t, what, sizeof what), bytes);
+                            tm__tensor_label(t, what, sizeof what), bytes);
         quantize_x(x, p->n_blocks, be, p->xq);
     }
     return TM_OK;
@@ -234,21 +214,10 @@ tm_status tm_matvec_rows(const tm_tensor *w, uint64_t r0, uint64_t r1, const flo
 
 /* ---- all rows on N threads ----------------------------------------------------------------- */
 
-typedef struct shared_rows {
-    const plan *p;
-    uint64_t rows, chunk_rows;
-    atomic_uint_fast64_t next;
-} shared_rows;
-
-static void *worker(void *arg)
+/* Rows [first, first + n) of the plan ctx: one chunk of tm_matvec. */
+static void run_chunk(const void *ctx, uint64_t first, uint64_t n)
 {
-    shared_rows *s = arg;
-    for (;;) {
-        const uint64_t a = atomic_fetch_add_explicit(&s->next, s->chunk_rows, memory_order_relaxed);
-        if (a >= s->rows)
-            return NULL;
-        run_rows(s->p, a, s->rows - a < s->chunk_rows ? s->rows : a + s->chunk_rows);
-    }
+    run_rows(ctx, first, first + n);
 }
 
 tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
@@ -261,11 +230,9 @@ tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
         return st;
     if (tm__tensor_is_remote(w))
         return remote_rows(&p, w, 0, rows, mode, n_threads, err);
-    shared_rows s = { .p = &p, .rows = rows };
-    s.chunk_rows = p.row_bytes >= CHUNK_BYTES ? 1 : CHUNK_BYTES / (p.row_bytes ? p.row_bytes : 1);
-    atomic_init(&s.next, 0);
-
-    tm__run_workers(worker, &s, n_threads, (rows + s.chunk_rows - 1) / s.chunk_rows);
+    const uint64_t chunk_rows =
+        p.row_bytes >= TM__CHUNK_BYTES ? 1 : TM__CHUNK_BYTES / (p.row_bytes ? p.row_bytes : 1);
+    tm__run_chunks(run_chunk, &p, rows, chunk_rows, n_threads);
     free(p.xq);
     return TM_OK;
 }
