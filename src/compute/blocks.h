@@ -1,10 +1,13 @@
-/* Block fields as every kernel file reads them: little-endian integers, IEEE halves, the fp4
- * types' scales, and the packed 6-bit scales of the K types. All static inline: each kernel file
+/* Blocks as every kernel file reads them: their layouts and sizes, and their fields:
+ * little-endian integers, IEEE halves, the fp4 types' scales, and the packed 6-bit scales of the
+ * K types. The readers are all static inline: each kernel file
  * compiles its own copy with its own flags, so no AVX-512 code can be reached from a file that
  * has not checked the CPU (STYLE 2). Loads go through bytes or memcpy, never a cast pointer:
  * blocks in a file are only 2-byte aligned. */
 #ifndef TM_BLOCKS_H
 #define TM_BLOCKS_H
+
+#include "tensormap.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -115,5 +118,84 @@ static inline void tm__q3_K_scale_words(const uint8_t *s12, uint32_t w[4])
     w[2] = (a0 >> 4 & m4) | ((a2 >> 4 & m2) << 4);
     w[3] = (a1 >> 4 & m4) | ((a2 >> 6 & m2) << 4);
 }
+
+/* ---- the blocks ----------------------------------------------------------------------------
+ * Each block as ggml lays it out (../shared/FORMATS.md, ../shared/formats/FORMATS-more.md), in
+ * byte arrays only, so a struct has no padding and its size is the block's size in a file. The
+ * kernels step from block to block by it (b += sizeof(tm__block_q4_0)) and read the fields with
+ * the readers above: a struct is never laid over the data, whose blocks are 2-byte aligned.
+ * Each size is checked against the number ggml gives (from the format texts, not from this
+ * library's type list, which the second check holds to the same numbers). */
+
+#define TM__BLOCK_BYTES_OF(name, id, text, block_elems, block_bytes) \
+    TM__TYPE_BYTES_##name = (block_bytes),
+enum { TM_GGML_TYPE_LIST(TM__BLOCK_BYTES_OF) };
+#undef TM__BLOCK_BYTES_OF
+
+/* sizeof(tm__block_<type>) is ggml's bytes, and the type list in tensormap.h agrees */
+#define TM__BLOCK_IS(type, TYPE, ggml_bytes)                                                    \
+    _Static_assert(sizeof(tm__block_##type) == (ggml_bytes),                                    \
+                   "ggml's block_" #type " is " #ggml_bytes " bytes");                          \
+    _Static_assert(TM__TYPE_BYTES_##TYPE == (ggml_bytes),                                       \
+                   "tensormap.h's " #type " block is not ggml's " #ggml_bytes " bytes")
+
+/* 32-element blocks: a half scale d (and a half min m), 16 bytes of nibbles, q5's fifth bits */
+typedef struct { uint8_t d[2], qs[16]; } tm__block_q4_0;
+typedef struct { uint8_t d[2], m[2], qs[16]; } tm__block_q4_1;
+typedef struct { uint8_t d[2], qh[4], qs[16]; } tm__block_q5_0;
+typedef struct { uint8_t d[2], m[2], qh[4], qs[16]; } tm__block_q5_1;
+typedef struct { uint8_t d[2], qs[32]; } tm__block_q8_0;
+TM__BLOCK_IS(q4_0, Q4_0, 18);
+TM__BLOCK_IS(q4_1, Q4_1, 20);
+TM__BLOCK_IS(q5_0, Q5_0, 22);
+TM__BLOCK_IS(q5_1, Q5_1, 24);
+TM__BLOCK_IS(q8_0, Q8_0, 34);
+
+/* 256-element K super-blocks */
+typedef struct { uint8_t scales[16], qs[64], d[2], dmin[2]; } tm__block_q2_K;
+typedef struct { uint8_t hmask[32], qs[64], scales[12], d[2]; } tm__block_q3_K;
+typedef struct { uint8_t d[2], dmin[2], scales[12], qs[128]; } tm__block_q4_K;
+typedef struct { uint8_t d[2], dmin[2], scales[12], qh[32], qs[128]; } tm__block_q5_K;
+typedef struct { uint8_t ql[128], qh[64], scales[16], d[2]; } tm__block_q6_K;
+TM__BLOCK_IS(q2_K, Q2_K, 84);
+TM__BLOCK_IS(q3_K, Q3_K, 110);
+TM__BLOCK_IS(q4_K, Q4_K, 144);
+TM__BLOCK_IS(q5_K, Q5_K, 176);
+TM__BLOCK_IS(q6_K, Q6_K, 210);
+
+/* the grid i-quants (256 elements) */
+typedef struct { uint8_t d[2], qs[64]; } tm__block_iq2_xxs;
+typedef struct { uint8_t d[2], qs[64], scales[8]; } tm__block_iq2_xs;
+typedef struct { uint8_t d[2], qs[32], signs[32], qh[8], scales[8]; } tm__block_iq2_s;
+typedef struct { uint8_t d[2], qs[64], scales_and_signs[32]; } tm__block_iq3_xxs;
+typedef struct { uint8_t d[2], qs[64], qh[8], signs[32], scales[4]; } tm__block_iq3_s;
+typedef struct { uint8_t d[2], qs[32], qh[16]; } tm__block_iq1_s;
+typedef struct { uint8_t qs[32], qh[16], scales[8]; } tm__block_iq1_m;
+TM__BLOCK_IS(iq2_xxs, IQ2_XXS, 66);
+TM__BLOCK_IS(iq2_xs, IQ2_XS, 74);
+TM__BLOCK_IS(iq2_s, IQ2_S, 82);
+TM__BLOCK_IS(iq3_xxs, IQ3_XXS, 98);
+TM__BLOCK_IS(iq3_s, IQ3_S, 110);
+TM__BLOCK_IS(iq1_s, IQ1_S, 50);
+TM__BLOCK_IS(iq1_m, IQ1_M, 56);
+
+/* value-table, fp4, ternary and 1-/2-bit blocks */
+typedef struct { uint8_t d[2], qs[16]; } tm__block_iq4_nl;
+typedef struct { uint8_t d[2], scales_h[2], scales_l[4], qs[128]; } tm__block_iq4_xs;
+typedef struct { uint8_t e, qs[16]; } tm__block_mxfp4;
+typedef struct { uint8_t d[4], qs[32]; } tm__block_nvfp4;
+typedef struct { uint8_t qs[48], qh[4], d[2]; } tm__block_tq1_0;
+typedef struct { uint8_t qs[64], d[2]; } tm__block_tq2_0;
+typedef struct { uint8_t d[2], qs[16]; } tm__block_q1_0;
+typedef struct { uint8_t d[2], qs[16]; } tm__block_q2_0;
+TM__BLOCK_IS(iq4_nl, IQ4_NL, 18);
+TM__BLOCK_IS(iq4_xs, IQ4_XS, 136);
+TM__BLOCK_IS(mxfp4, MXFP4, 17);
+TM__BLOCK_IS(nvfp4, NVFP4, 36);
+TM__BLOCK_IS(tq1_0, TQ1_0, 54);
+TM__BLOCK_IS(tq2_0, TQ2_0, 66);
+TM__BLOCK_IS(q1_0, Q1_0, 18);
+TM__BLOCK_IS(q2_0, Q2_0, 18);
+#undef TM__BLOCK_IS
 
 #endif /* TM_BLOCKS_H */

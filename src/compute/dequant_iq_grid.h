@@ -25,7 +25,7 @@ static IQ_VEC grid_scale(float d, unsigned k, float f) { return IQ_SPLAT(tm__iq_
 static void IQ_NAME(iq2_xxs)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xxs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -42,7 +42,7 @@ static void IQ_NAME(iq2_xxs)(const void *src, float *dst, size_t n)
 static void IQ_NAME(iq2_xs)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 74) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -60,7 +60,7 @@ static void IQ_NAME(iq2_xs)(const void *src, float *dst, size_t n)
 static void IQ_NAME(iq2_s)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 82) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -80,7 +80,7 @@ static void IQ_NAME(iq2_s)(const void *src, float *dst, size_t n)
 static void IQ_NAME(iq3_xxs)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 98) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_xxs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -97,7 +97,7 @@ static void IQ_NAME(iq3_xxs)(const void *src, float *dst, size_t n)
 static void IQ_NAME(iq3_s)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 110) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {

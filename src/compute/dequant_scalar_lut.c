@@ -16,7 +16,7 @@
 static void dequant_iq4_nl_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_nl), dst += 32) {
         const float d = tm__rdh(b);
         for (int j = 0; j < 16; j++) {
             dst[j] = d * (float)tm__kvalues_iq4nl[b[2 + j] & 15];
@@ -31,7 +31,7 @@ static void dequant_iq4_nl_scalar(const void *src, float *dst, size_t n)
 static void dequant_iq4_xs_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 136) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_xs)) {
         const float d = tm__rdh(b);
         const unsigned sh = tm__rd16(b + 2);
         for (unsigned g = 0; g < 8; g++, dst += 32) {
@@ -52,7 +52,7 @@ static void dequant_iq4_xs_scalar(const void *src, float *dst, size_t n)
 static void dequant_mxfp4_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 17, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_mxfp4), dst += 32) {
         const float d = tm__e8m0_half(b[0]);
         for (int j = 0; j < 16; j++) {
             dst[j] = (float)tm__kvalues_fp4[b[1 + j] & 15] * d;
@@ -66,7 +66,7 @@ static void dequant_mxfp4_scalar(const void *src, float *dst, size_t n)
 static void dequant_nvfp4_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 36) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_nvfp4)) {
         for (int s = 0; s < 4; s++, dst += 16) {
             const float d = tm__ue4m3_half(b[s]);
             const uint8_t *q = b + 4 + 8 * s;
@@ -95,7 +95,7 @@ static int trit(uint8_t byte, int n)
 static void dequant_tq1_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 54, dst += 256) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq1_0), dst += 256) {
         const float d = tm__rdh(b + 52);
         for (int t = 0; t < 5; t++)
             for (int m = 0; m < 32; m++)
@@ -114,7 +114,7 @@ static void dequant_tq1_0_scalar(const void *src, float *dst, size_t n)
 static void dequant_tq2_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq2_0)) {
         const float d = tm__rdh(b + 64);
         for (int k = 0; k < 2; k++)
             for (int l = 0; l < 4; l++, dst += 32)
@@ -130,7 +130,7 @@ static void dequant_tq2_0_scalar(const void *src, float *dst, size_t n)
 static void dequant_q1_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 18, dst += 128) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q1_0), dst += 128) {
         const float d = tm__rdh(b);
         for (int j = 0; j < 128; j++)
             dst[j] = b[2 + j / 8] >> (j % 8) & 1 ? d : -d;
@@ -141,7 +141,7 @@ static void dequant_q1_0_scalar(const void *src, float *dst, size_t n)
 static void dequant_q2_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 18, dst += 64) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_0), dst += 64) {
         const float d = tm__rdh(b);
         for (int j = 0; j < 64; j++)
             dst[j] = (float)((b[2 + j / 4] >> 2 * (j % 4) & 3) - 1) * d;

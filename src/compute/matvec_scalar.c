@@ -28,7 +28,7 @@ static float dot_q8_0_q8_scalar(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_0x *x = xq;
     float sum = 0.0f;
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x++) {
         int32_t isum = 0;
         for (int j = 0; j < 32; j++)
             isum += (int8_t)b[2 + j] * x->qs[j];
@@ -43,7 +43,7 @@ static float dot_q4_0_q8_scalar(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_0x *x = xq;
     float sum = 0.0f;
-    for (size_t i = 0; i < n_blocks; i++, b += 18, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x++) {
         int32_t isum = 0;
         for (int j = 0; j < 16; j++)
             isum += ((b[2 + j] & 15) - 8) * x->qs[j] + ((b[2 + j] >> 4) - 8) * x->qs[j + 16];
@@ -59,7 +59,7 @@ static float dot_q4_K_q8_scalar(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
     float sum = 0.0f;
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
         int32_t isum = 0, msum = 0;
         for (int g = 0; g < 8; g++) {
             unsigned sc, m;
@@ -85,7 +85,7 @@ static float dot_q6_K_q8_scalar(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
     float sum = 0.0f;
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x++) {
         int32_t isum = 0;
         for (int e = 0; e < 256; e += 16) {
             int32_t s = 0;

@@ -76,7 +76,7 @@ static void store_iq1(float *dst, float32x4_t dl, unsigned idx, unsigned neg)
 static void dequant_iq1_s_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 50) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -91,7 +91,7 @@ static void dequant_iq1_s_neon(const void *src, float *dst, size_t n)
 static void dequant_iq1_m_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 56) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_m)) {
         const unsigned w[4] = { tm__rd16(b + 48), tm__rd16(b + 50), tm__rd16(b + 52), tm__rd16(b + 54) };
         const float d = half_bits(tm__iq1m_scale_bits(w));
 #pragma GCC unroll 8

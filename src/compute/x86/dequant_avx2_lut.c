@@ -72,7 +72,7 @@ static void dequant_iq4_nl_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const table16 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_nl), dst += 32)
         nibbles32(dst, b + 2, scaled(_mm256_set1_ps(half(b)), kv));
 }
 
@@ -80,7 +80,7 @@ static void dequant_iq4_xs_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const table16 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += 136) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_xs)) {
         const float d = half(b);
         const unsigned sh = tm__rd16(b + 2);
         for (unsigned g = 0; g < 8; g++, dst += 32) {
@@ -95,7 +95,7 @@ static void dequant_mxfp4_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const table16 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += 17, dst += 32)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_mxfp4), dst += 32)
         nibbles32(dst, b + 1, times(kv, _mm256_set1_ps(tm__e8m0_half(b[0]))));
 }
 
@@ -104,7 +104,7 @@ static void dequant_nvfp4_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const table16 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += 36)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_nvfp4))
         for (int s = 0; s < 4; s++, dst += 16)
             nibbles8(dst, 8, b + 4 + 8 * s, times(kv, _mm256_set1_ps(tm__ue4m3_half(b[s]))));
 }
@@ -114,7 +114,7 @@ static void dequant_q2_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i shifts = _mm256_set_epi32(14, 12, 10, 8, 6, 4, 2, 0);
-    for (size_t i = 0; i < n; i++, b += 18) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_0)) {
         const __m256 t = _mm256_mul_ps(codes4(), _mm256_set1_ps(half(b)));
         for (int k = 0; k < 8; k++, dst += 8) {
             const __m256i w = _mm256_set1_epi32(tm__rd16(b + 2 + 2 * k));
@@ -127,7 +127,7 @@ static void dequant_q2_0_avx2(const void *src, float *dst, size_t n)
 static void dequant_tq2_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq2_0)) {
         const __m256 t = _mm256_mul_ps(codes4(), _mm256_set1_ps(half(b + 64)));
         for (int k = 0; k < 2; k++) {
             __m256i x[4];
@@ -160,7 +160,7 @@ static void dequant_tq1_0_avx2(const void *src, float *dst, size_t n)
     static const int pow3_8[5] = { 1 << 8, 3 << 8, 9 << 8, 27 << 8, 81 << 8 };
     const __m256i qh_pow3_8_lo = _mm256_set_epi32(768, 768, 768, 768, 256, 256, 256, 256);
     const __m256i qh_pow3_8_hi = _mm256_set_epi32(6912, 6912, 6912, 6912, 2304, 2304, 2304, 2304);
-    for (size_t i = 0; i < n; i++, b += 54, dst += 256) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq1_0), dst += 256) {
         const __m256 t = _mm256_mul_ps(codes4(), _mm256_set1_ps(half(b + 52)));
         __m256i x[6];
         for (int h = 0; h < 6; h++)
@@ -183,7 +183,7 @@ static void dequant_q1_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i bit = _mm256_set_epi32(128, 64, 32, 16, 8, 4, 2, 1);
-    for (size_t i = 0; i < n; i++, b += 18) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q1_0)) {
         const float d = half(b);
         const __m256 pos = _mm256_set1_ps(d), neg = _mm256_set1_ps(-d);
         for (int k = 0; k < 16; k++, dst += 8) {

@@ -59,7 +59,7 @@ static __m512 grid_scale(float d, unsigned k, float f) { return _mm512_set1_ps(t
 static void dequant_iq2_xxs_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xxs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -77,7 +77,7 @@ static void dequant_iq2_xxs_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq2_xs_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 74) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -96,7 +96,7 @@ static void dequant_iq2_xs_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq2_s_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 82) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -118,7 +118,7 @@ static void dequant_iq2_s_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq3_xxs_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 98) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_xxs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -137,7 +137,7 @@ static void dequant_iq3_xxs_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq3_s_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 110) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -171,7 +171,7 @@ static void store_iq1(float *dst, __m512 dl, unsigned i1, unsigned i2, unsigned 
 static void dequant_iq1_s_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 50) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -187,7 +187,7 @@ static void dequant_iq1_s_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq1_m_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 56) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_m)) {
         const unsigned w[4] = { tm__rd16(b + 48), tm__rd16(b + 50), tm__rd16(b + 52), tm__rd16(b + 54) };
         const float d = _cvtsh_ss(tm__iq1m_scale_bits(w));
 #pragma GCC unroll 8

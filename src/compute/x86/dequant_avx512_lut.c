@@ -49,7 +49,7 @@ static void dequant_iq4_nl_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_nl), dst += 32)
         nibbles32(dst, b + 2, _mm512_mul_ps(_mm512_set1_ps(half(b)), kv));
 }
 
@@ -59,7 +59,7 @@ static void dequant_iq4_xs_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += 136) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_xs)) {
         const float d = half(b);
         const unsigned sh = tm__rd16(b + 2);
         for (unsigned g = 0; g < 8; g++, dst += 32) {
@@ -75,7 +75,7 @@ static void dequant_mxfp4_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += 17, dst += 32)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_mxfp4), dst += 32)
         nibbles32(dst, b + 1, _mm512_mul_ps(kv, _mm512_set1_ps(tm__e8m0_half(b[0]))));
 }
 
@@ -85,7 +85,7 @@ static void dequant_nvfp4_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += 36)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_nvfp4))
         for (int s = 0; s < 4; s++, dst += 16) {
             const __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)(b + 4 + 8 * s));
             const __m128i idx = _mm_unpacklo_epi64(x, _mm_srli_epi16(x, 4));
@@ -99,7 +99,7 @@ static void dequant_q2_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512i shifts = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    for (size_t i = 0; i < n; i++, b += 18) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_0)) {
         const __m512 t = _mm512_mul_ps(codes4(), _mm512_set1_ps(half(b)));
         for (int k = 0; k < 4; k++, dst += 16) {
             const __m512i w = _mm512_set1_epi32((int)tm__rd32(b + 2 + 4 * k));
@@ -112,7 +112,7 @@ static void dequant_q2_0_avx512(const void *src, float *dst, size_t n)
 static void dequant_tq2_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq2_0)) {
         const __m512 t = _mm512_mul_ps(codes4(), _mm512_set1_ps(half(b + 64)));
         for (int k = 0; k < 2; k++) {
             const __m512i x0 = _mm512_cvtepu8_epi32(ld128(b + 32 * k));
@@ -144,7 +144,7 @@ static void dequant_tq1_0_avx512(const void *src, float *dst, size_t n)
     static const int pow3_8[5] = { 1 << 8, 3 << 8, 9 << 8, 27 << 8, 81 << 8 };
     const __m512i qh_pow3_8 = _mm512_set_epi32(6912, 6912, 6912, 6912, 2304, 2304, 2304, 2304,
                                                768, 768, 768, 768, 256, 256, 256, 256);
-    for (size_t i = 0; i < n; i++, b += 54, dst += 256) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq1_0), dst += 256) {
         const __m512 t = _mm512_mul_ps(codes4(), _mm512_set1_ps(half(b + 52)));
         const __m512i x0 = _mm512_cvtepu8_epi32(ld128(b));
         const __m512i x1 = _mm512_cvtepu8_epi32(ld128(b + 16));
@@ -164,7 +164,7 @@ static void dequant_tq1_0_avx512(const void *src, float *dst, size_t n)
 static void dequant_q1_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 18) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q1_0)) {
         const float d = half(b);
         const __m512 pos = _mm512_set1_ps(d), neg = _mm512_set1_ps(-d);
         for (int k = 0; k < 8; k++, dst += 16)

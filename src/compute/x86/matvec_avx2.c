@@ -112,7 +112,7 @@ static float dot_q8_0_avx2(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x += 32) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x += 32) {
         const __m256 v = _mm256_add_ps(DOT16(i8lo, i8hi, ld128(b + 2), x),
                                        DOT16(i8lo, i8hi, ld128(b + 18), x + 16));
         acc_add(&a, _mm256_mul_ps(_mm256_set1_ps(half(b)), v));
@@ -126,7 +126,7 @@ static float dot_q4_0_avx2(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 18, x += 32) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x += 32) {
         const __m128i q = ld128(b + 2);
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
@@ -152,7 +152,7 @@ static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m256i m4 = _mm256_set1_epi8(15);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x += 256) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x += 256) {
         const float d = half(b), dmin = half(b + 2);
         for (int j = 0; j < 4; j++) {
             const __m256i q = ld256(b + 16 + 32 * j);
@@ -194,7 +194,7 @@ static float dot_q6_K_avx2(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m256i bias = _mm256_set1_epi8(32);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x += 256) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x += 256) {
         const float d = half(b + 208);
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
         for (int h = 0; h < 2; h++) {
@@ -229,7 +229,7 @@ static float dot_q8_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_0x *x = xq;
     __m256 acc = _mm256_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x++) {
         const __m256 s = _mm256_cvtepi32_ps(dot_i8(ld256(b + 2), ld256(x->qs)));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b) * x->d), s, acc);
     }
@@ -242,7 +242,7 @@ static float dot_q4_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_0x *x = xq;
     const __m128i m4 = _mm_set1_epi8(15);
     __m256 acc = _mm256_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 18, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x++) {
         const __m128i q = ld128(b + 2);
         const __m256i codes = _mm256_sub_epi8(
             _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)),
@@ -262,7 +262,7 @@ static float dot_q4_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     const __m256i m4 = _mm256_set1_epi8(15);
     __m256 acc = _mm256_setzero_ps(), accm = acc;
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
         uint32_t w4[4];
         tm__k4_scale_min_words(b + 4, w4);
         const uint8_t *sm = (const uint8_t *)w4;
@@ -299,7 +299,7 @@ static float dot_q6_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
     __m256 acc = _mm256_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x++) {
         const __m128i sc8 = ld128(b + 192);
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         __m256i isum = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(x->bsums)), 5);

@@ -89,7 +89,7 @@ static float dot_q8_0_avx512(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     dacc a = acc_zero();
     __m512 part = _mm512_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x += 32) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x += 32) {
         const __m512 v = _mm512_fmadd_ps(i8x16(ld128(b + 18)), _mm512_loadu_ps(x + 16),
                                          _mm512_mul_ps(i8x16(ld128(b + 2)), _mm512_loadu_ps(x)));
         part = _mm512_fmadd_ps(_mm512_set1_ps(half(b)), v, part);
@@ -108,7 +108,7 @@ static float dot_q4_0_avx512(const void *w, const float *x, size_t n_blocks)
     const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
     dacc a = acc_zero();
     __m512 part = _mm512_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 18, x += 32) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x += 32) {
         const __m128i q = ld128(b + 2);
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
@@ -145,7 +145,7 @@ static float dot_q4_K_avx512(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x += 256) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x += 256) {
         float d1[8], m1[8];
         q4_K_scales(b, d1, m1);
         for (int j = 0; j < 4; j++) {
@@ -188,7 +188,7 @@ static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m512i bias = _mm512_set1_epi8(32);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x += 256) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x += 256) {
         float ds[16];
         const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 192)));
         _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(half(b + 208)), sc));
@@ -231,12 +231,13 @@ static float dot_q8_0_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     const __m512i ones = _mm512_set1_epi16(1);
     __m512 acc = _mm512_setzero_ps();
     size_t i = 0;
-    for (; i + 2 <= n_blocks; i += 2, b += 68, x += 2) {
-        const __m512i qw = join(ld256(b + 2), ld256(b + 36));
+    for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(tm__block_q8_0), x += 2) {
+        const uint8_t *b1 = b + sizeof(tm__block_q8_0);
+        const __m512i qw = join(ld256(b + 2), ld256(b1 + 2));
         const __m512i qx = join(ld256(x[0].qs), ld256(x[1].qs));
         const __m512 s = _mm512_cvtepi32_ps(_mm512_madd_epi16(maddubs_signed(qw, qx), ones));
         const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(half(b) * x[0].d),
-                                             _mm256_set1_ps(half(b + 34) * x[1].d), 1);
+                                             _mm256_set1_ps(half(b1) * x[1].d), 1);
         acc = _mm512_fmadd_ps(dd, s, acc);
     }
     float sum = _mm512_reduce_add_ps(acc);
@@ -267,7 +268,7 @@ static float dot_q4_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     const __m512i m4 = _mm512_set1_epi8(15);
     __m512 acc = _mm512_setzero_ps(), accm = acc;
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
         uint32_t w4[4];
         tm__k4_scale_min_words(b + 4, w4);
         const uint8_t *sm = (const uint8_t *)w4;
@@ -300,7 +301,7 @@ static float dot_q6_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     const __m512i group_of_lane = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
                                                    1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     __m512 acc = _mm512_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x++) {
         /* the 16 scales as int16, twice (permutexvar indexes 32 lanes) */
         const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(b + 192));
         const __m512i scales = join(sc16, sc16);
