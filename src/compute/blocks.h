@@ -1,9 +1,9 @@
 /* Blocks as every kernel file reads them: their layouts and sizes, and their fields:
  * little-endian integers, IEEE halves, the fp4 types' scales, and the packed 6-bit scales of the
- * K types. The readers are all static inline: each kernel file
- * compiles its own copy with its own flags, so no AVX-512 code can be reached from a file that
- * has not checked the CPU (STYLE 2). Loads go through bytes or memcpy, never a cast pointer:
- * blocks in a file are only 2-byte aligned. */
+ * K types and iq4_xs. The readers are all static inline: each kernel file compiles its own copy
+ * with its own flags, so no AVX-512 code can be reached from a file that has not checked the CPU
+ * (STYLE 2). Loads go through bytes or memcpy, never a cast pointer: blocks in a file are only
+ * 2-byte aligned. */
 #ifndef TM_BLOCKS_H
 #define TM_BLOCKS_H
 
@@ -77,7 +77,7 @@ static inline float tm__ue4m3_half(uint8_t x)
     return (float)(8 + m) * tm__f32_from_bits((e - 11 + 127) << 23); /* exact power of two */
 }
 
-/* ---- the packed 6-bit scales of the K types ----------------------------------------------- */
+/* ---- the packed 6-bit scales (the K types, iq4_xs) --------------------------------------- */
 
 /* The 6-bit scale and min of group g (0..7) of q4_K / q5_K, packed in 12 bytes: groups 0..3
  * in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); groups 4..7 in the nibbles of bytes
@@ -104,6 +104,14 @@ static inline void tm__k4_scale_min_words(const uint8_t *s12, uint32_t w[4])
     w[1] = (a2 & m4) | ((a0 >> 6) & m2) << 4;
     w[2] = a1 & m6;
     w[3] = ((a2 >> 4) & m4) | ((a1 >> 6) & m2) << 4;
+}
+
+/* The 6-bit scale of iq4_xs group g (0..7), before ggml's "- 32": a nibble of scales_l (even
+ * groups the low one) with its two high bits from the u16 scales_h. b is the block. */
+static inline int tm__iq4_xs_scale(const uint8_t *b, unsigned g)
+{
+    const unsigned sh = tm__rd16(b + 2);
+    return (int)(((unsigned)b[4 + g / 2] >> 4 * (g % 2) & 15) | (sh >> 2 * g & 3) << 4);
 }
 
 /* The sixteen 6-bit scales of q3_K (0..63, before ggml's "- 32"): low 4 bits in bytes 0..7,

@@ -33,10 +33,8 @@ static void dequant_iq4_xs_scalar(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_xs)) {
         const float d = tm__rdh(b);
-        const unsigned sh = tm__rd16(b + 2);
         for (unsigned g = 0; g < 8; g++, dst += 32) {
-            const int ls = (int)(((unsigned)b[4 + g / 2] >> 4 * (g % 2) & 15) | (sh >> 2 * g & 3) << 4);
-            const float dl = d * (float)(ls - 32);
+            const float dl = d * (float)(tm__iq4_xs_scale(b, g) - 32);
             const uint8_t *q = b + 8 + 16 * g;
             for (int j = 0; j < 16; j++) {
                 dst[j] = dl * (float)tm__kvalues_iq4nl[q[j] & 15];

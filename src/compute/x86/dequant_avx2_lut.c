@@ -6,7 +6,8 @@
  * lane picks its entry, so the output is bit-identical. vpermps reads 3 index bits, so a
  * 16-entry table is two registers, chosen between by bit 3 of the code (vblendvps on the lane's
  * sign after a shift); 4-entry tables are repeated twice, so a 2-bit code may carry garbage
- * above its two bits. Built with the AVX2 flags of mk/sources.mk; only the table is exported. */
+ * above its two bits. iq4_nl, iq4_xs and mxfp4 are dequant_lut16.h's text, shared with the
+ * AVX-512 file. Built with the AVX2 flags of mk/sources.mk; only the table is exported. */
 #include "../blocks.h"
 #include "../kernels.h"
 #include "../quant_tables.h"
@@ -68,36 +69,10 @@ INLINE void nibbles32(float *dst, const uint8_t *qs, table16 t)
 /* The 2-bit codes' values q - 1 (-1, 0, 1, 2), twice. */
 static __m256 codes4(void) { return _mm256_set_ps(2, 1, 0, -1, 2, 1, 0, -1); }
 
-static void dequant_iq4_nl_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const table16 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_nl), dst += 32)
-        nibbles32(dst, b + 2, scaled(_mm256_set1_ps(half(b)), kv));
-}
-
-static void dequant_iq4_xs_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const table16 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_xs)) {
-        const float d = half(b);
-        const unsigned sh = tm__rd16(b + 2);
-        for (unsigned g = 0; g < 8; g++, dst += 32) {
-            const int ls = (int)(((unsigned)b[4 + g / 2] >> 4 * (g % 2) & 15) | (sh >> 2 * g & 3) << 4);
-            const float dl = d * (float)(ls - 32);
-            nibbles32(dst, b + 8 + 16 * g, scaled(_mm256_set1_ps(dl), kv));
-        }
-    }
-}
-
-static void dequant_mxfp4_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const table16 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_mxfp4), dst += 32)
-        nibbles32(dst, b + 1, times(kv, _mm256_set1_ps(tm__e8m0_half(b[0]))));
-}
+#define LUT_TABLE table16
+#define LUT_SPLAT(f) _mm256_set1_ps(f)
+#define LUT_NAME(type) dequant_##type##_avx2
+#include "../dequant_lut16.h"
 
 /* nvfp4: per 16-element sub-block, 8 bytes: low nibbles elements 0..7, high 8..15. */
 static void dequant_nvfp4_avx2(const void *src, float *dst, size_t n)

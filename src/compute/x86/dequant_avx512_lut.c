@@ -7,7 +7,8 @@
  * (_mm512_permutexvar_ps, which reads bits 0..3 of the lane's index). A lane of the table is the
  * very float the scalar code computes for that code, so the output is bit-identical. Tables of
  * 4 entries are repeated four times, so a 2-bit code may carry garbage above its two bits.
- * Built with the AVX-512 flags of mk/sources.mk; only the table is exported. */
+ * iq4_nl, iq4_xs and mxfp4 are dequant_lut16.h's text, shared with the AVX2 file. Built with
+ * the AVX-512 flags of mk/sources.mk; only the table is exported. */
 #include "../blocks.h"
 #include "../kernels.h"
 #include "../quant_tables.h"
@@ -44,40 +45,14 @@ static void nibbles32(float *dst, const uint8_t *qs, __m512 t)
     _mm512_storeu_ps(dst + 16, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), t));
 }
 
-/* iq4_nl: table d * kv. */
-static void dequant_iq4_nl_avx512(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const __m512 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_nl), dst += 32)
-        nibbles32(dst, b + 2, _mm512_mul_ps(_mm512_set1_ps(half(b)), kv));
-}
+/* s * table and table * s: the scalar kernels' operand orders. */
+static __m512 scaled(__m512 s, __m512 t) { return _mm512_mul_ps(s, t); }
+static __m512 times(__m512 t, __m512 s) { return _mm512_mul_ps(t, s); }
 
-/* iq4_xs: per group, dl = d * (ls - 32) (one scalar multiply, as the scalar kernel), table
- * dl * kv. */
-static void dequant_iq4_xs_avx512(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const __m512 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_xs)) {
-        const float d = half(b);
-        const unsigned sh = tm__rd16(b + 2);
-        for (unsigned g = 0; g < 8; g++, dst += 32) {
-            const int ls = (int)(((unsigned)b[4 + g / 2] >> 4 * (g % 2) & 15) | (sh >> 2 * g & 3) << 4);
-            const float dl = d * (float)(ls - 32);
-            nibbles32(dst, b + 8 + 16 * g, _mm512_mul_ps(_mm512_set1_ps(dl), kv));
-        }
-    }
-}
-
-/* mxfp4: table kv * d. */
-static void dequant_mxfp4_avx512(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const __m512 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_mxfp4), dst += 32)
-        nibbles32(dst, b + 1, _mm512_mul_ps(kv, _mm512_set1_ps(tm__e8m0_half(b[0]))));
-}
+#define LUT_TABLE __m512
+#define LUT_SPLAT(f) _mm512_set1_ps(f)
+#define LUT_NAME(type) dequant_##type##_avx512
+#include "../dequant_lut16.h"
 
 /* nvfp4: four sub-blocks of 16, each its own scale; 8 bytes give elements 0..7 (low nibbles)
  * and 8..15 (high): the two halves side by side as 16 byte indices. */
@@ -89,7 +64,7 @@ static void dequant_nvfp4_avx512(const void *src, float *dst, size_t n)
         for (int s = 0; s < 4; s++, dst += 16) {
             const __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)(b + 4 + 8 * s));
             const __m128i idx = _mm_unpacklo_epi64(x, _mm_srli_epi16(x, 4));
-            const __m512 t = _mm512_mul_ps(kv, _mm512_set1_ps(tm__ue4m3_half(b[s])));
+            const __m512 t = times(kv, _mm512_set1_ps(tm__ue4m3_half(b[s])));
             _mm512_storeu_ps(dst, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(idx), t));
         }
 }
