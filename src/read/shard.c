@@ -116,15 +116,3 @@ void tm__shards_sum(tm_file *f)
     }
     f->layout = sum;
 }
-
-const tm_layout *tm_shard_layout(const tm_file *f, uint32_t shard)
-{
-    if (!f || shard >= f->layout.n_shards)
-        return NULL;
-    return f->layout.n_shards == 1 ? &f->layout : &f->shard_layouts[shard];
-}
-
-const char *tm_shard_path(const tm_file *f, uint32_t shard)
-{
-    return f && shard < f->layout.n_shards ? f->maps[shard].path : NULL;
-}
