@@ -120,9 +120,6 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err);
 /* True when the bytes look like a safetensors file (u64 length then '{'). */
 bool tm__safetensors_sniff(const uint8_t *p, uint64_t size);
 
-/* safetensors.c: the dtype name the format spells for a type ("BF16"), NULL when it has none. */
-const char *tm__st_dtype_name(tm_type type);
-
 /* ---- shard.c: the files of a sharded checkpoint or split set, whatever their format ---- */
 
 /* Whether the file has a directory its siblings are in (not a buffer, not standard input). */
@@ -155,6 +152,15 @@ typedef struct tm__type_info {
 const tm__type_info *tm__type_get(tm_type type); /* NULL if unknown or removed */
 /* The name of an id ggml removed (4 -> "q4_2"), NULL otherwise. */
 const char *tm__type_removed_name(tm_type type);
+/* A safetensors dtype: its name as the format spells it ("BF16") and its type id. */
+typedef struct tm__st_dtype {
+    const char *name;
+    tm_type type;
+} tm__st_dtype;
+/* The dtype a name spells, NULL when the library knows none by it. */
+const tm__st_dtype *tm__st_dtype_named(const char *name);
+/* The dtype name of a type, NULL when it has none. */
+const char *tm__st_dtype_name(tm_type type);
 
 /* ---- fetch.c: a remote tensor's bytes ---- */
 

@@ -28,27 +28,6 @@
 
 #define ST_INDEX_NAME "model.safetensors.index.json"
 
-/* dtype names as the reference spells them, with their ids and element sizes. */
-static const struct st_dtype {
-    const char *name;
-    tm_type type;
-    uint32_t size;
-} st_dtypes[] = {
-    {"F64", TM_TYPE_F64, 8},         {"F32", TM_TYPE_F32, 4},         {"F16", TM_TYPE_F16, 2},
-    {"BF16", TM_TYPE_BF16, 2},       {"I64", TM_TYPE_I64, 8},         {"I32", TM_TYPE_I32, 4},
-    {"I16", TM_TYPE_I16, 2},         {"I8", TM_TYPE_I8, 1},           {"U64", TM_TYPE_U64, 8},
-    {"U32", TM_TYPE_U32, 4},         {"U16", TM_TYPE_U16, 2},         {"U8", TM_TYPE_U8, 1},
-    {"BOOL", TM_TYPE_BOOL, 1},       {"F8_E4M3", TM_TYPE_F8_E4M3, 1}, {"F8_E5M2", TM_TYPE_F8_E5M2, 1},
-};
-
-const char *tm__st_dtype_name(tm_type type)
-{
-    for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
-        if (st_dtypes[i].type == type)
-            return st_dtypes[i].name;
-    return NULL;
-}
-
 /* What f->owned holds for a safetensors file: the parsed JSON trees (names and strings point
  * into them) and the index's numeric metadata values. */
 typedef struct st_owned {
@@ -205,10 +184,7 @@ static tm_status read_entry(const st_ctx *c, const char *name, size_t len, json_
                     offs ? "not an array of two integers [begin, end]" : "missing");
     /* other fields are ignored, as the reference (serde, without deny_unknown_fields) does */
 
-    const struct st_dtype *dt = NULL;
-    for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
-        if (strcmp(json_string_value(dtype), st_dtypes[i].name) == 0)
-            dt = &st_dtypes[i];
+    const tm__st_dtype *dt = tm__st_dtype_named(json_string_value(dtype));
     if (!dt) {
         char q[64];
         tm__quote(q, sizeof q, json_string_value(dtype), json_string_length(dtype));
@@ -234,7 +210,7 @@ static tm_status read_entry(const st_ctx *c, const char *name, size_t len, json_
         if (!tm__mul_u64(e->t.n_elements, n, &e->t.n_elements))
             return FAIL(TM_LIMIT, "the shape's element count overflows 64 bits");
     }
-    if (!tm__mul_u64(e->t.n_elements, dt->size, &e->t.n_bytes))
+    if (!tm__mul_u64(e->t.n_elements, tm_type_block_bytes(dt->type), &e->t.n_bytes))
         return FAIL(TM_LIMIT, "%llu elements of %s overflow 64 bits of bytes",
                     (unsigned long long)e->t.n_elements, dt->name);
     if (!get_u64(json_array_get(offs, 0), &e->begin) || !get_u64(json_array_get(offs, 1), &e->end))
