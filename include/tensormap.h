@@ -227,8 +227,9 @@ TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_err
  * set. The header is fetched by HTTP range requests and walked with the same checks as a local
  * file: a first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
  * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
- * default 256 MiB: TM_LIMIT beyond). A split GGUF set opens from its first shard's URL and a
- * safetensors checkpoint from its index's URL, the shards being found beside them.
+ * default 256 MiB, for all the files of a set together: TM_LIMIT beyond). A split GGUF set
+ * opens from its first shard's URL and a safetensors checkpoint from its index's URL, the
+ * shards being found beside them.
  *
  * A remote file's tensors have data == NULL: their bytes are fetched by tm_tensor_fetch, or
  * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode

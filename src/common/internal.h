@@ -43,8 +43,19 @@ enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3, TM__MAP_REMOTE 
 /* A flag bit tm__map_open takes beside the TM_OPEN_* ones: refuse anything but a regular file,
  * checked on the descriptor opened (a shard). */
 #define TM__MAP_REGULAR_ONLY (1u << 31)
-/* path may be a local path, "-" (standard input), or a URL (tm__is_url). */
-tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err);
+/* The header bytes the remote files of one tm_file have fetched, together: TM_HTTP_HEAD_LIMIT
+ * bounds their sum, whatever the number of shards. files_to_open is how many files its owner
+ * is about to open (0: one), so that each first request leaves the others their share. Its
+ * owner zeroes it; http.c counts into it. */
+typedef struct tm__head_budget {
+    uint64_t spent;
+    uint32_t files_to_open;
+} tm__head_budget;
+
+/* path may be a local path, "-" (standard input), or a URL (tm__is_url), whose head counts into
+ * budget. */
+tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
+                       tm_error *err);
 /* The environment variable name as a byte count (decimal, with an optional K, M or G for 2^10,
  * 2^20, 2^30); dflt when unset or not such a number. */
 uint64_t tm__env_bytes(const char *name, uint64_t dflt);
@@ -61,7 +72,7 @@ tm_status tm__map_read(const tm__map *m, uint64_t offset, uint64_t len, void *bu
 bool tm__is_url(const char *path);
 /* Fetch the head of the file at url into m (kind TM__MAP_REMOTE); m->path becomes the URL the
  * file is known by (hf: resolved), so that shards beside it are found as its siblings. */
-tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err);
+tm_status tm__remote_open(tm__map *m, const char *url, tm__head_budget *budget, tm_error *err);
 tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err);
 tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
                           tm_error *err);
@@ -110,6 +121,7 @@ struct tm_file {
     void *owned;              /* format-specific memory (e.g. the parsed safetensors JSON) */
     uint64_t fetched_bytes;   /* downloaded for remote maps closed since (an index whose */
     uint64_t fetched_requests; /* shards replaced it), for tm_file_fetched */
+    tm__head_budget head_budget; /* what its remote files' heads fetched, together */
     void (*free_owned)(void *owned);
 };
 
@@ -128,8 +140,10 @@ bool tm__shard_has_dir(const tm__map *m);
 char *tm__shard_sibling(const char *path, const char *name);
 /* The last component of path. */
 const char *tm__shard_basename(const char *path);
-/* Map one shard by name: a regular file, or an error whose message starts with the path. */
-tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *err);
+/* Map one shard by name: a regular file, or an error whose message starts with the path. A
+ * remote shard's head counts into budget. */
+tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
+                        tm_error *err);
 /* Map the n files of a set and make them f's maps (n_shards = n, shard_layouts zeroed for the
  * walker to fill). paths[keep] is the file already in maps[0], which is moved rather than mapped
  * again (keep < 0: none is). On failure f is unchanged. */

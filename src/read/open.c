@@ -100,7 +100,7 @@ tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;
-    tm_status st = tm__map_open(&f->maps[0], path, flags, err);
+    tm_status st = tm__map_open(&f->maps[0], path, flags, &f->head_budget, err);
     if (st != TM_OK) {
         tm_close(f);
         return st;

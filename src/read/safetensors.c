@@ -601,10 +601,11 @@ static tm_status parse_index_json(tm__map *m, const char *label, json_t **out, t
 }
 
 /* The sibling model.safetensors.index.json of a shard, parsed. */
-static tm_status load_index(const char *path, unsigned flags, json_t **out, tm_error *err)
+static tm_status load_index(tm_file *f, const char *path, unsigned flags, json_t **out,
+                            tm_error *err)
 {
     tm__map m = {0};
-    tm_status s = tm__shard_map(&m, path, flags, err);
+    tm_status s = tm__shard_map(&m, path, flags, &f->head_budget, err);
     if (s != TM_OK)
         return s;
     s = parse_index_json(&m, path, out, err);
@@ -635,7 +636,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
         json_t *index = NULL;
         const char *label = m0->path ? m0->path : "buffer";
         if (index_path) {
-            s = load_index(index_path, flags, &index, err);
+            s = load_index(f, index_path, flags, &index, err);
         } else {
             s = parse_index_json(m0, label, &index, err);
         }

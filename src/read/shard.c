@@ -32,7 +32,8 @@ const char *tm__shard_basename(const char *path)
     return slash ? slash + 1 : path;
 }
 
-tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *err)
+tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
+                        tm_error *err)
 {
     memset(m, 0, sizeof *m);
     /* A pipe or a device would be read to its end (or block opening): a shard is a file. The
@@ -50,7 +51,7 @@ tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *
                         path);
     }
     tm_error inner = {0};
-    tm_status s = tm__map_open(m, path, flags | TM__MAP_REGULAR_ONLY, &inner);
+    tm_status s = tm__map_open(m, path, flags | TM__MAP_REGULAR_ONLY, budget, &inner);
     if (s != TM_OK)
         tm__fail(err, s, inner.offset, "%s: %s", path, inner.message);
     return s;
@@ -64,9 +65,11 @@ tm_status tm__shards_open(tm_file *f, char *const *paths, uint32_t n, int keep, 
     tm_status s = maps && lays ? TM_OK
                                : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %u "
                                           "shards", n);
+    /* the shards' first requests share what is left of the head limit */
+    f->head_budget.files_to_open = keep >= 0 ? n - 1 : n;
     for (uint32_t i = 0; i < n && s == TM_OK; i++)
         if ((int)i != keep)
-            s = tm__shard_map(&maps[i], paths[i], flags, err);
+            s = tm__shard_map(&maps[i], paths[i], flags, &f->head_budget, err);
     if (s != TM_OK) {
         for (uint32_t i = 0; maps && i < n; i++)
             tm__map_close(&maps[i]);
