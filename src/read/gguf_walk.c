@@ -17,6 +17,7 @@
 /* The index stores entry numbers in 32 bits. */
 #define MAX_ENTRIES (UINT32_MAX - 1u)
 #define ALIGNMENT_KEY "general.alignment"
+#define GGUF_MAGIC 0x46554747u /* "GGUF" read as a little-endian u32 */
 
 /* The walk's position and what it is reading, for messages. */
 typedef struct walk {
@@ -396,8 +397,15 @@ __attribute__((cold, noinline)) static tm_status counts_cannot_fit(tm_error *err
 
 static tm_status walk_head(walk *w, tm_layout *L)
 {
-    w->c.p += 4; /* the magic, checked by the caller; a short head names the field it cuts */
-    uint64_t version, n_tensors, n_kv;
+    /* The caller checked the magic of the file it opened, but not of the other shards of a
+     * set, which are found by name: a shard shorter than 4 bytes or of another format. */
+    uint64_t magic, version, n_tensors, n_kv;
+    TRY(read_uint(w, 4, F("magic"), &magic));
+    if (magic != GGUF_MAGIC) {
+        char q[32];
+        tm__quote(q, sizeof q, (const char *)w->c.base, 4);
+        return fail(w, TM_NOT_MODEL, 0, "this file opens %s and a GGUF file opens 'GGUF'", q);
+    }
     TRY(read_uint(w, 4, F("version"), &version));
     if (version == 1)
         return fail(w, TM_BAD_VERSION, 4,
