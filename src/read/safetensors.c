@@ -299,16 +299,28 @@ static tm_status read_metadata(tm_file *f, const st_ctx *c, json_t *meta, size_t
     return TM_OK;
 }
 
-/* A jansson refusal of the JSON starting at file byte base, in our words. */
+/* A jansson refusal of the JSON starting at file byte base, in our words. jansson's text ends
+ * "near 'TOKEN'" with the token as the file spells it (a key may hold DEL or a C1 control): the
+ * token is quoted again, as every string from a file is. */
 static tm_status json_fail(tm_error *err, const json_error_t *je, uint64_t base, const char *what,
                            const char *noun)
 {
     uint64_t at = base + (uint64_t)je->position;
     enum json_error_code code = json_error_code(je);
+    const char *near = strstr(je->text, " near '");
+    const size_t len = strlen(je->text);
+    int words = (int)len;
+    char token[160] = "";
+    if (near && near + 7 < je->text + len && je->text[len - 1] == '\'') {
+        words = (int)(near - je->text);
+        tm__quote(token, sizeof token, near + 7, (uint64_t)(je->text + len - 1 - (near + 7)));
+    }
     return tm__fail(err, code == json_error_duplicate_key ? TM_DUPLICATE : TM_BAD_VALUE, at,
-                    "%s%s is not valid at byte %llu: %s%s", what, noun, (unsigned long long)at,
+                    "%s%s is not valid at byte %llu: %s%.*s%s%s", what, noun,
+                    (unsigned long long)at,
                     code == json_error_duplicate_key ? "a name appears twice: "
-                    : code == json_error_invalid_utf8 ? "invalid UTF-8: " : "", je->text);
+                    : code == json_error_invalid_utf8 ? "invalid UTF-8: " : "",
+                    words, je->text, token[0] ? " near " : "", token);
 }
 
 /* Walk one mapped safetensors image into f (appending tensors and metadata); fill lay. */
@@ -527,8 +539,9 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
         goto out;
 
     for (uint32_t i = 0; i < n_shards; i++) {
-        char swhat[300];
-        snprintf(swhat, sizeof swhat, "shard '%s': ", shards[i]);
+        char shard[200], swhat[220];
+        tm__quote(shard, sizeof shard, shards[i], strlen(shards[i]));
+        snprintf(swhat, sizeof swhat, "shard %s: ", shard);
         uint64_t first = f->layout.n_tensors;
         s = parse_image(f, i, swhat, seen, &f->shard_layouts[i], err);
         if (s != TM_OK)
@@ -537,11 +550,13 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
             const tm_tensor *tt = &f->tensors[t];
             const char *want = json_string_value(json_object_getn(wm, tt->name.ptr, (size_t)tt->name.len));
             if (!want || strcmp(want, shards[i]) != 0) {
-                char q[160];
+                char q[160], qwant[200];
                 tm__quote(q, sizeof q, tt->name.ptr, tt->name.len);
-                s = tm__fail(err, TM_BAD_VALUE, tt->info_offset, "shard '%s': tensor %s %s%s%s",
-                             shards[i], q, want ? "is placed by the index in '" : "is not in the index's weight map",
-                             want ? want : "", want ? "'" : "");
+                tm__quote(qwant, sizeof qwant, want ? want : "", want ? strlen(want) : 0);
+                s = tm__fail(err, TM_BAD_VALUE, tt->info_offset, "%stensor %s %s%s", swhat, q,
+                             want ? "is placed by the index in "
+                                  : "is not in the index's weight map",
+                             want ? qwant : "");
                 goto out;
             }
         }
@@ -567,10 +582,11 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
         }
         json_decref(held);
         if (missing) {
-            char q[160];
+            char q[160], qwhere[200];
             tm__quote(q, sizeof q, missing, strlen(missing));
-            s = tm__fail(err, TM_NOT_FOUND, 0, "%sthe weight map puts tensor %s in '%s', but "
-                         "that shard does not hold it", what, q, where);
+            tm__quote(qwhere, sizeof qwhere, where, strlen(where));
+            s = tm__fail(err, TM_NOT_FOUND, 0, "%sthe weight map puts tensor %s in %s, but "
+                         "that shard does not hold it", what, q, qwhere);
             goto out;
         }
     }
@@ -653,9 +669,11 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
             bool named = false;
             json_object_foreach(wm, k, v)
                 named = named || (json_is_string(v) && strcmp(json_string_value(v), base) == 0);
+            char qbase[200];
+            tm__quote(qbase, sizeof qbase, base, strlen(base));
             if (json_is_object(wm) && !named)
-                s = tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "%s: the index %s names no shard '%s'",
-                             m0->path, index_path, base);
+                s = tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "%s: the index %s names no shard %s",
+                             m0->path, index_path, qbase);
         }
         json_t *seen = json_object(); /* metadata keys so far */
         if (s == TM_OK && !seen)

@@ -40,20 +40,23 @@ tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm__head_b
      * path is looked at first, so that a device is never opened; the file opened is checked
      * again (tm__map_open), so that a path swapped in between is refused too. */
     struct stat sb;
+    /* quoted: a safetensors shard's name comes from its index */
+    char q[300];
+    tm__quote(q, sizeof q, path, strlen(path));
     if (tm__is_url(path)) {
         /* a shard beside a remote file is a URL: fetched as the file is */
     } else if (stat(path, &sb) != 0) {
         return tm__fail(err, errno == ENOENT ? TM_NOT_FOUND : TM_IO, TM_NO_OFFSET,
-                        "%s: %s%s", path, errno == ENOENT ? "the shard is missing: " : "",
+                        "%s: %s%s", q, errno == ENOENT ? "the shard is missing: " : "",
                         strerror(errno));
     } else if (!S_ISREG(sb.st_mode)) {
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: is not a regular file (a shard must be)",
-                        path);
+                        q);
     }
     tm_error inner = {0};
     tm_status s = tm__map_open(m, path, flags | TM__MAP_REGULAR_ONLY, budget, &inner);
     if (s != TM_OK)
-        tm__fail(err, s, inner.offset, "%s: %s", path, inner.message);
+        tm__fail(err, s, inner.offset, "%s: %s", q, inner.message);
     return s;
 }
 
