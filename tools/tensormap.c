@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-unsigned cli_open_flags;
+/* A file cut off after its header (a download that stopped) is there to be inspected: the
+ * header commands read it, and what reads a cut tensor's bytes is refused, naming it. */
+unsigned cli_open_flags = TM_OPEN_TRUNCATED;
 
 const cli_command *const cli_commands[] = {
     &cmd_info,

@@ -57,6 +57,18 @@ uint32_t tm_tensor_shape(const tm_tensor *t, uint64_t shape[4])
     return t->n_dims;
 }
 
+uint64_t tm_file_missing_bytes(const tm_file *f)
+{
+    uint64_t missing = 0;
+    for (uint32_t i = 0; f && i < f->layout.n_shards; i++) {
+        const tm_layout *l = tm_shard_layout(f, i);
+        const uint64_t needed = l->data_start + l->tensors_end; /* the walk checked: no wrap */
+        if (needed > l->file_size && !tm__add_u64(missing, needed - l->file_size, &missing))
+            return UINT64_MAX;
+    }
+    return missing;
+}
+
 const tm_layout *tm_shard_layout(const tm_file *f, uint32_t shard)
 {
     if (!f || shard >= f->layout.n_shards)

@@ -235,7 +235,8 @@ static tm_status open_set(tm_file *f, image *opened_img, const split_keys *opene
 
     split_keys first = {0};
     for (uint32_t i = 0; i < n && st == TM_OK; i++) {
-        if (i != opened && (st = tm__gguf_walk_image(&f->maps[i], i, &imgs[i], err)) != TM_OK)
+        if (i != opened &&
+            (st = tm__gguf_walk_image(&f->maps[i], i, flags, &imgs[i], err)) != TM_OK)
             st = shard_failed(st, paths[i], err);
         split_keys k;
         if (st == TM_OK)
@@ -266,7 +267,7 @@ tm_status tm__gguf_parse(tm_file *f, unsigned flags, tm_error *err)
 {
     image img = {0};
     split_keys k = {0};
-    tm_status st = tm__gguf_walk_image(&f->maps[0], 0, &img, err);
+    tm_status st = tm__gguf_walk_image(&f->maps[0], 0, flags, &img, err);
     if (st == TM_OK)
         st = read_split_keys(&img, f->maps[0].path ? f->maps[0].path : "buffer", &k, err);
     if (st != TM_OK) {

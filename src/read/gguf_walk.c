@@ -437,18 +437,23 @@ static tm_status walk_head(walk *w, tm_layout *L)
     return TM_OK;
 }
 
-/* The data section is known only after the last info: place every tensor inside it. */
-static tm_status check_bounds(walk *w, const image *img)
+/* The data section is known only after the last info: place every tensor inside it. With
+ * TM_OPEN_TRUNCATED, one that ends past the end of the file is cut off (a download that
+ * stopped): the header still reads, and the tensor gets no data (fetch.c refuses its bytes).
+ * Its end must still be a file offset below 2^64. */
+static tm_status check_bounds(walk *w, const image *img, unsigned flags)
 {
     const tm_layout *L = &img->lay;
     for (uint64_t i = 0; i < L->n_tensors; i++) {
         const tm_tensor *t = &img->tensors[i];
-        if (t->offset > L->data_size || t->n_bytes > L->data_size - t->offset) {
+        uint64_t end;
+        const bool wraps =
+            !tm__add_u64(t->offset, t->n_bytes, &end) || !tm__add_u64(end, L->data_start, &end);
+        if (wraps || (end > L->file_size && !(flags & TM_OPEN_TRUNCATED))) {
             w->i = i;
             w->name = t->name;
             const uint64_t offset_at = t->info_offset + t->info_bytes - 8;
-            uint64_t end;
-            if (!tm__add_u64(t->offset, t->n_bytes, &end) || !tm__add_u64(end, L->data_start, &end))
+            if (wraps)
                 return fail(w, TM_LAYOUT, offset_at,
                             "offset %llu at byte %llu puts its %llu bytes past 2^64",
                             (ull)t->offset, (ull)offset_at, (ull)t->n_bytes);
@@ -548,8 +553,8 @@ static tm_status walk_entries(walk *w, image *img)
 
 /* Walk the bytes of one GGUF image available so far (shard number shard of its set) into img;
  * *want says how far a read that ran out of them needed to go. */
-static tm_status walk_once(const tm__map *m, uint32_t shard, image *img, uint64_t *want,
-                           tm_error *err)
+static tm_status walk_once(const tm__map *m, uint32_t shard, unsigned flags, image *img,
+                           uint64_t *want, tm_error *err)
 {
     tm_layout *L = &img->lay;
     walk w = {.c = {m->base, m->base, m->base + m->avail}, .err = err};
@@ -575,30 +580,33 @@ static tm_status walk_once(const tm__map *m, uint32_t shard, image *img, uint64_
 
     /* The data section starts at the next multiple of the alignment. A file without tensors
      * has no data section and may end before that point (ggml's writer stops right after the
-     * infos then): its data start is the end of what is there. */
+     * infos then): its data start is the end of what is there. A file with tensors that ends
+     * sooner is cut off, every tensor with it (opened only with TM_OPEN_TRUNCATED). */
     uint64_t start;
     if (!tm__add_u64(L->infos_end, L->alignment - 1, &start))
         return tm__fail(err, TM_LAYOUT, L->infos_end, "the data start overflows 64 bits");
     start &= ~(uint64_t)(L->alignment - 1);
     if (start > L->file_size) {
-        if (L->n_tensors > 0)
+        if (L->n_tensors > 0 && !(flags & TM_OPEN_TRUNCATED))
             return tm__fail(err, TM_TRUNCATED, L->infos_end,
                             "the tensor infos end at byte %llu and the data would start at byte "
                             "%llu (alignment %u), past the end of the %llu-byte file",
                             (ull)L->infos_end, (ull)start, L->alignment, (ull)L->file_size);
-        start = L->file_size;
+        if (L->n_tensors == 0)
+            start = L->file_size;
     }
     L->data_start = start;
     L->padding = start - L->infos_end;
-    L->data_size = L->file_size - start;
+    L->data_size = L->file_size > start ? L->file_size - start : 0;
 
     w.what = "tensor info";
-    TRY(check_bounds(&w, img));
+    TRY(check_bounds(&w, img, flags));
     TRY(check_overlap(&w, img));
     for (uint64_t i = 0; i < L->n_tensors; i++) {
         tm_tensor *t = &img->tensors[i];
-        /* inside the file (check_bounds said so); a remote file's bytes are fetched instead */
-        t->data = m->kind == TM__MAP_REMOTE ? NULL : m->base + start + t->offset;
+        /* a remote file's bytes are fetched instead, and a cut tensor has none */
+        const bool whole = t->offset + t->n_bytes <= L->data_size; /* no wrap: check_bounds */
+        t->data = m->kind == TM__MAP_REMOTE || !whole ? NULL : m->base + start + t->offset;
         t->shard = shard;
         if (t->offset + t->n_bytes > L->tensors_end)
             L->tensors_end = t->offset + t->n_bytes;
@@ -616,11 +624,12 @@ void tm__gguf_image_free(image *img)
 /* Walk one GGUF image into img. A remote file's walk that runs out of the head fetched so far
  * (and not out of the file) fetches as far as it needed and walks again: the checks are the
  * same as for a local file, and so are the messages once the whole file is there. */
-tm_status tm__gguf_walk_image(tm__map *m, uint32_t shard, image *img, tm_error *err)
+tm_status tm__gguf_walk_image(tm__map *m, uint32_t shard, unsigned flags, image *img,
+                              tm_error *err)
 {
     for (;;) {
         uint64_t want = 0;
-        tm_status st = walk_once(m, shard, img, &want, err);
+        tm_status st = walk_once(m, shard, flags, img, &want, err);
         if (st != TM_TRUNCATED || want <= m->avail || m->avail >= m->size)
             return st;
         tm__gguf_image_free(img);

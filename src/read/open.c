@@ -75,8 +75,9 @@ static tm_file *new_file(tm_error *err)
 
 /* Flag bits this library knows; any other is refused, so that a caller built against a newer
  * header that asks for a behaviour this copy lacks is told so rather than silently ignored. */
-#define KNOWN_FLAGS \
-    ((unsigned)TM_OPEN_NO_MMAP | (unsigned)TM_OPEN_ALL_SHARDS | (unsigned)TM_OPEN_ONE_SHARD)
+#define KNOWN_FLAGS                                                                            \
+    ((unsigned)TM_OPEN_NO_MMAP | (unsigned)TM_OPEN_ALL_SHARDS | (unsigned)TM_OPEN_ONE_SHARD |  \
+     (unsigned)TM_OPEN_TRUNCATED)
 
 static tm_status check_flags(const char *fn, unsigned flags, tm_error *err)
 {

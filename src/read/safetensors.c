@@ -325,7 +325,7 @@ static tm_status json_fail(tm_error *err, const json_error_t *je, uint64_t base,
 
 /* Walk one mapped safetensors image into f (appending tensors and metadata); fill lay. */
 static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_t *seen,
-                             tm_layout *lay, tm_error *err)
+                             unsigned flags, tm_layout *lay, tm_error *err)
 {
     tm__map *m = &f->maps[shard];
     if (m->size < 8)
@@ -393,7 +393,9 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
                            (unsigned long long)at, e->begin > at ? "a gap" : "an overlap");
             goto out;
         }
-        if (e->end > data_size) {
+        /* past the end, a file cut off (a download that stopped): opened with
+         * TM_OPEN_TRUNCATED, its header reads and a tensor the end cuts has no data */
+        if (e->end > data_size && !(flags & TM_OPEN_TRUNCATED)) {
             s = entry_fail(err, TM_LAYOUT, &c, e->index, count, e->t.name.ptr, e->t.name.len,
                            "data_offsets end at %llu (file byte %llu), past the end of the data "
                            "section (%llu bytes)", (unsigned long long)e->end,
@@ -401,12 +403,15 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
             goto out;
         }
         e->t.offset = e->begin;
-        e->t.data = m->kind == TM__MAP_REMOTE ? NULL : m->base + data_start + e->begin;
+        /* a remote file's bytes are fetched instead */
+        e->t.data = m->kind == TM__MAP_REMOTE || e->end > data_size
+                        ? NULL
+                        : m->base + data_start + e->begin;
         e->t.info_offset = 8; /* the header's offset: finding the entry's own costs a search */
         e->t.shard = shard;
         at = e->end;
     }
-    if (at != data_size) {
+    if (at < data_size) {
         s = tm__fail(err, TM_LAYOUT, data_start + at, "%sthe tensors end at data byte %llu (file "
                      "byte %llu) but the file goes on for %llu more bytes: the offsets must cover "
                      "the data section exactly", what, (unsigned long long)at,
@@ -543,7 +548,7 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
         tm__quote(shard, sizeof shard, shards[i], strlen(shards[i]));
         snprintf(swhat, sizeof swhat, "shard %s: ", shard);
         uint64_t first = f->layout.n_tensors;
-        s = parse_image(f, i, swhat, seen, &f->shard_layouts[i], err);
+        s = parse_image(f, i, swhat, seen, flags, &f->shard_layouts[i], err);
         if (s != TM_OK)
             goto out;
         for (uint64_t t = first; t < f->layout.n_tensors; t++) {
@@ -697,7 +702,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
     }
 
     tm_layout lay;
-    s = parse_image(f, 0, "", NULL, &lay, err);
+    s = parse_image(f, 0, "", NULL, flags, &lay, err);
     if (s == TM_OK)
         f->layout = lay;
     return s;

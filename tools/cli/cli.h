@@ -33,8 +33,9 @@ typedef struct cli_global_option {
 extern const cli_global_option cli_global_options[];
 
 /* Options that apply to every command (set by main before dispatch). */
-extern unsigned cli_open_flags;   /* TM_OPEN_NO_MMAP with --no-mmap, TM_OPEN_ALL_SHARDS with
-                                   * --all-shards, TM_OPEN_ONE_SHARD with --one-shard */
+extern unsigned cli_open_flags;   /* TM_OPEN_TRUNCATED; TM_OPEN_NO_MMAP with --no-mmap,
+                                   * TM_OPEN_ALL_SHARDS with --all-shards, TM_OPEN_ONE_SHARD with
+                                   * --one-shard */
 
 /* Open FILE as the user named it: a path, "-" for standard input, or ollama:NAME[:TAG].
  * On failure prints "tensormap: FILE: message" to stderr and returns NULL. */
@@ -42,6 +43,9 @@ tm_file *cli_open(const char *arg, unsigned extra_flags);
 /* The same, saying nothing when the library refuses the file: *err holds why (err->code is
  * TM_OK when the failure was already reported, an ollama: name that does not resolve). */
 tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err);
+/* The tensors of a file cut off after its header that its end cuts (tm_tensor_is_cut); both
+ * openers say the file is cut off, cli_open_err on stderr and check in its report. */
+uint64_t cli_cut_tensors(const tm_file *f);
 /* Print "tensormap: CONTEXT: message (at byte N)" for a library error. */
 void cli_report(const char *context, const tm_error *err);
 /* Print "tensormap: message" to stderr. */

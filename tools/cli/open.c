@@ -47,6 +47,27 @@ tm_file *cli_open(const char *arg, unsigned extra_flags)
     return f;
 }
 
+uint64_t cli_cut_tensors(const tm_file *f)
+{
+    uint64_t cut = 0;
+    for (uint64_t i = 0; i < tm_n_tensors(f); i++)
+        cut += tm_tensor_is_cut(tm_tensor_at(f, i));
+    return cut;
+}
+
+/* A file cut off after its header opens (TM_OPEN_TRUNCATED): say so, whatever the command, so
+ * that a header read from it is not taken for a whole model's. */
+static void warn_if_cut(const char *arg, const tm_file *f)
+{
+    const uint64_t missing = tm_file_missing_bytes(f), n = tm_n_tensors(f);
+    if (missing == 0)
+        return;
+    cli_errorf("%s: the file is cut off (a truncated download?): %" PRIu64 " bytes are missing "
+               "from its end, and %" PRIu64 " of its %" PRIu64 " tensors with them; the header "
+               "reads, those tensors cannot be decoded ('tensormap check' names them)",
+               arg, missing, cli_cut_tensors(f), n);
+}
+
 tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err)
 {
     unsigned flags = cli_open_flags | extra_flags;
@@ -71,6 +92,7 @@ tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err)
     } else {
         cli_sigbus_mapped(f);
         cli_output_protect_file(f, arg);
+        warn_if_cut(arg, f);
     }
     free(resolved);
     return f;
