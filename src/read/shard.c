@@ -73,6 +73,7 @@ tm_status tm__shards_open(tm_file *f, char *const *paths, uint32_t n, int keep, 
     for (uint32_t i = 0; i < n && s == TM_OK; i++)
         if ((int)i != keep)
             s = tm__shard_map(&maps[i], paths[i], flags, &f->head_budget, err);
+    f->head_budget.files_to_open = 0; /* local shards do not count themselves off */
     if (s != TM_OK) {
         for (uint32_t i = 0; maps && i < n; i++)
             tm__map_close(&maps[i]);
