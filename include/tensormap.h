@@ -188,6 +188,11 @@ enum tm_open_flags {
     TM_OPEN_ALL_SHARDS = 1u << 1,
     /* a shard of a split GGUF set opens alone, even the first (which otherwise opens the set) */
     TM_OPEN_ONE_SHARD = 1u << 2,
+    /* a file cut off short (a download that stopped) whose header is whole opens instead of
+     * being refused (TM_TRUNCATED): its header reads, tm_file_missing_bytes says how much is
+     * missing, and the tensors the end cuts have data == NULL and cannot be decoded or fetched
+     * (TM_TRUNCATED, naming the tensor) */
+    TM_OPEN_TRUNCATED = 1u << 3,
 };
 
 /* Limits that are not the format's own. */
@@ -227,8 +232,9 @@ TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_err
  * set. The header is fetched by HTTP range requests and walked with the same checks as a local
  * file: a first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
  * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
- * default 256 MiB: TM_LIMIT beyond). A split GGUF set opens from its first shard's URL and a
- * safetensors checkpoint from its index's URL, the shards being found beside them.
+ * default 256 MiB, for all the files of a set together: TM_LIMIT beyond). A split GGUF set
+ * opens from its first shard's URL and a safetensors checkpoint from its index's URL, the
+ * shards being found beside them.
  *
  * A remote file's tensors have data == NULL: their bytes are fetched by tm_tensor_fetch, or
  * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
@@ -276,13 +282,23 @@ typedef struct tm_layout {
     uint64_t infos_end;          /* GGUF: end of the last tensor info; safetensors: = kv_end */
     uint64_t padding;            /* data_start - infos_end */
     uint64_t data_start;         /* tensor offsets count from here */
-    uint64_t data_size;          /* file_size - data_start */
+    uint64_t data_size;          /* file_size - data_start (0 if a file cut off ends sooner) */
     uint64_t tensors_end;        /* max over tensors of offset + n_bytes, from data_start */
     uint64_t file_size;
     uint32_t n_shards;           /* files behind this index: 1 unless a sharded checkpoint */
 } tm_layout;
 
 TM_API const tm_layout *tm_file_layout(const tm_file *file);
+
+/* How many bytes the file lacks: 0 for a whole file. A file cut off short (a download that
+ * stopped) whose header is whole opens with TM_OPEN_TRUNCATED, header and all: its layout says
+ * what the header declares (data_start, tensors_end) and what the file holds (file_size, and
+ * data_size, which may then be 0). This is data_start + tensors_end - file_size, summed over
+ * the shards of a set that are short (saturating at UINT64_MAX). A tensor the end cuts has
+ * data == NULL, and decoding it (tm_dequant_*, tm_matvec*), fetching its bytes
+ * (tm_tensor_fetch) or copying it into a new file (tm_writer_tensor_copy) fails with
+ * TM_TRUNCATED, naming it; the tensors before the cut decode as usual. 0 for NULL. */
+TM_API uint64_t tm_file_missing_bytes(const tm_file *file);
 
 /* The first bytes of the file as mapped (or read): for tools that show the header as bytes.
  * For a sharded checkpoint, shard 0. tm_file_bytes_size says how many there are: the file's
@@ -313,7 +329,8 @@ typedef struct tm_tensor {
     uint64_t offset;        /* from the start of the data section, as in the file */
     uint64_t n_bytes;       /* computed from ne and type, never from the next offset */
     const void *data;       /* = mapping + data_start + offset: zero-copy; NULL for a remote
-                             * file (tm_tensor_fetch) */
+                             * file (tm_tensor_fetch) and for a tensor cut off
+                             * (tm_tensor_is_cut) */
     uint64_t info_offset;   /* GGUF: file offset of this tensor's info record; safetensors: of
                              * the header */
     uint64_t info_bytes;    /* GGUF: bytes of the info record */
@@ -330,7 +347,8 @@ TM_API const tm_tensor *tm_tensor_find(const tm_file *file, const char *name);
 TM_API const tm_tensor *tm_tensor_findn(const tm_file *file, const char *name, size_t len);
 /* Copy bytes [offset, offset + len) of the tensor's data into buf: from the mapping for a local
  * file, by HTTP range requests for a remote one. TM_INVALID_ARG for a range outside n_bytes;
- * remote errors as listed under "Remote files". Safe from several threads (a remote file's
+ * TM_TRUNCATED for a tensor cut off (tm_tensor_is_cut); remote errors as listed under "Remote
+ * files". Safe from several threads (a remote file's
  * requests then take turns). */
 TM_API tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, void *buf,
                                  tm_error *err);
@@ -339,6 +357,9 @@ TM_API uint64_t tm_tensor_rows(const tm_tensor *t);
 /* The shape in the file's own order for safetensors (PyTorch: slowest first), which is ne[]
  * reversed; writes n_dims values to shape and returns n_dims. */
 TM_API uint32_t tm_tensor_shape(const tm_tensor *t, uint64_t shape[4]);
+/* True when some of t's bytes lie past the end of a file opened with TM_OPEN_TRUNCATED (see
+ * tm_file_missing_bytes): its data is NULL and its bytes cannot be read. False for NULL. */
+TM_API bool tm_tensor_is_cut(const tm_tensor *t);
 
 /* ---------------------------------------------------------------------------------------------
  * Metadata
