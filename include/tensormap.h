@@ -560,6 +560,8 @@ TM_API tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigne
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct tm_writer tm_writer;
+/* An output file being written whole or not at all ("Writing any file safely", below). */
+typedef struct tm_outfile tm_outfile;
 
 /* A writer for GGUF version 3 (tm_writer_set_version for 2), alignment 32 unless set. */
 TM_API tm_status tm_writer_new(tm_writer **out, tm_error *err);
@@ -637,6 +639,13 @@ TM_API tm_status tm_writer_set_progress(tm_writer *w, tm_writer_progress fn, voi
  * TM_BAD_VALUE for a general.alignment that is not a u32 equal to the writer's alignment.
  * Also TM_IO (with the system's reason), TM_LIMIT (a file too big), TM_NOMEM. */
 TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err);
+/* tm_writer_finish in two halves, for a caller that must know the temporary file while it is
+ * written (a signal handler removes it: tm_outfile_temp_path) or decide when it replaces path
+ * (a set of files put in place together, a check made just before the rename): write the file
+ * into o, opened by tm_outfile_open, and read it back when verify is on. o is left open, to be
+ * committed (tm_outfile_commit) or removed (tm_outfile_abort) by the caller, and w is not freed
+ * (tm_writer_free). Errors as tm_writer_finish; TM_INVALID_ARG when o or w is NULL. */
+TM_API tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Writing any file safely: whole or not at all, never at the cost of what path named before.
@@ -653,8 +662,6 @@ TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
  * removed; a directory, block device or socket is refused (TM_IO).
  * Errors: TM_INVALID_ARG (NULL arguments), TM_IO (with the system's reason), TM_NOMEM.
  * ------------------------------------------------------------------------------------------- */
-
-typedef struct tm_outfile tm_outfile;
 
 TM_API tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err);
 /* The descriptor to write to (owned by the outfile; do not close it). */

@@ -22,6 +22,7 @@
 
 struct tm_outfile {
     int fd;
+    char *name; /* the path as given, for messages */
     char *dest; /* the file the rename replaces (a symlink's target), or the device */
     char *temp; /* NULL when writing directly */
 };
@@ -91,6 +92,10 @@ tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err)
     if (!o)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory opening %s", path);
     o->fd = -1;
+    if (!(o->name = dup_str(path))) {
+        free(o);
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory opening %s", path);
+    }
     struct stat st;
     bool exists = stat(path, &st) == 0;
     if (!exists && errno != ENOENT) {
@@ -103,6 +108,7 @@ tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err)
     if (!o->dest) {
         tm_status s = tm__fail(err, errno == ENOMEM ? TM_NOMEM : TM_IO, TM_NO_OFFSET, "%s: %s",
                                path, strerror(errno));
+        free(o->name);
         free(o);
         return s;
     }
@@ -127,6 +133,7 @@ tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err)
     }
     if (s != TM_OK) {
         free(o->dest);
+        free(o->name);
         free(o);
         return s;
     }
@@ -138,8 +145,11 @@ int tm_outfile_fd(const tm_outfile *o) { return o ? o->fd : -1; }
 
 const char *tm_outfile_temp_path(const tm_outfile *o) { return o ? o->temp : NULL; }
 
+const char *tm__outfile_name(const tm_outfile *o) { return o->name; }
+
 static void release(tm_outfile *o)
 {
+    free(o->name);
     free(o->dest);
     free(o->temp);
     free(o);

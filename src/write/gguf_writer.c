@@ -4,7 +4,8 @@
  * padding in one writev, each tensor's bytes at data_start + offset with pwrite, then extends
  * the file to its final size with ftruncate, so a tensor without data is a hole (sparse: a
  * 4.7 GB benchmark file costs no disk). Tensor data is referenced, never copied. The file is
- * written through tm_outfile (outfile.c): a temporary file renamed into place on success. */
+ * written through tm_outfile (outfile.c): a temporary file renamed into place on success, by
+ * tm_writer_finish or, after tm_writer_write_to, by the caller. */
 #include "../common/internal.h"
 
 #include <errno.h>
@@ -907,6 +908,25 @@ static tm_status check_whole(const tm_writer *w, tm_error *err)
     return st;
 }
 
+tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err)
+{
+    if (!w)
+        return no_writer(err, __func__);
+    if (!o)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_write_to: the output is "
+                        "NULL");
+    const char *path = tm__outfile_name(o);
+    tm_status st = check_whole(w, err);
+    /* A half-written file would open as a damaged model later: it stays a temporary file until
+     * the caller commits it, and whatever path named is untouched. */
+    if (st == TM_OK)
+        st = write_file(w, tm_outfile_fd(o), path, err);
+    /* read back before it replaces anything (a device or FIFO cannot be read back) */
+    if (st == TM_OK && w->verify && tm_outfile_temp_path(o))
+        st = verify_written(w, tm_outfile_temp_path(o), path, err);
+    return st;
+}
+
 tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
 {
     if (!w)
@@ -916,14 +936,9 @@ tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
     if (!path) {
         st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_finish: the path is NULL");
     } else if ((st = check_whole(w, err)) != TM_OK) {
-        /* nothing written */
+        /* nothing written, nothing created */
     } else if ((st = tm_outfile_open(&o, path, err)) == TM_OK) {
-        /* A half-written file would open as a damaged model later: it stays a temporary file,
-         * removed on failure, and whatever path named is untouched. */
-        st = write_file(w, tm_outfile_fd(o), path, err);
-        /* read back before it replaces anything (a device or FIFO cannot be read back) */
-        if (st == TM_OK && w->verify && tm_outfile_temp_path(o))
-            st = verify_written(w, tm_outfile_temp_path(o), path, err);
+        st = tm_writer_write_to(w, o, err);
         if (st == TM_OK)
             st = tm_outfile_commit(o, err);
         else

@@ -4,6 +4,7 @@
 
 #include "tensormap.h"
 
+#include <signal.h>
 #include <stdio.h>
 
 /* "s" after a count that is not 1: "%" PRIu64 " tensor%s", n, CLI_S(n) */
@@ -98,8 +99,24 @@ const char *cli_output_name(const cli_output *o);
 /* rc CLI_OK: flush and put the file in place (CLI_FAIL with a message if that fails); else
  * remove the temporary file. Frees o; returns the final exit code. */
 int cli_output_close(cli_output *o, int rc);
-/* cli_sigbus.c: the temporary file to remove if a SIGBUS ends the process (NULL: none). */
-void cli_sigbus_output(const char *temp_path);
+/* The file a GGUF writer describes, written to path as cli_output_open writes a stream (the
+ * temporary file guarded against signals) and put in place when it reads back. Frees w. The
+ * error names what failed; nothing is left at path on failure but what was there. */
+tm_status cli_output_model(tm_writer *w, const char *path, tm_error *err);
+/* tm_st_writer_begin and tm_st_writer_finish (which frees w), the temporary file guarded in
+ * between; on a failure after begin, tm_st_writer_free(w) and cli_signal_forget(*guard). */
+tm_status cli_output_st_begin(tm_st_writer *w, const char *path, int *guard, tm_error *err);
+tm_status cli_output_st_finish(tm_st_writer *w, int guard, tm_error *err);
+/* tools/cli/sigbus.c: a file of ours (a temporary file being written) that a signal ending the
+ * process removes first; returns the slot to pass to cli_signal_forget once the file is no
+ * longer ours to remove (renamed into place, or removed), or -1 (out of memory: not guarded).
+ * The first call installs the handlers. */
+int cli_signal_guard(const char *path);
+void cli_signal_forget(int slot);
+/* Hold the terminating signals (they wait, and arrive at the release) across a step that must
+ * not be cut between creating a file and guarding it, or between renaming files of a set. */
+void cli_signals_hold(sigset_t *saved);
+void cli_signals_release(const sigset_t *saved);
 
 /* tools/cli/man.c: the man page in roff, built from the command table's help texts (the one
  * source of truth); `tensormap --man` prints it. */

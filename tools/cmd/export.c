@@ -270,6 +270,7 @@ static tm_status write_shard(const tm_file *f, const plan *p, uint32_t shard, co
                              buffers *b, tm_error *err)
 {
     tm_st_writer *w;
+    int guard = -1; /* the temporary file, removed if a signal ends the process */
     tm_status st = tm_st_writer_new(&w, err);
     if (st != TM_OK)
         return st;
@@ -284,9 +285,8 @@ static tm_status write_shard(const tm_file *f, const plan *p, uint32_t shard, co
         if (it->shard == shard && tm_st_writer_tensor(w, it->name, p->dtype, nd, shape, err))
             goto fail;
     }
-    if (tm_st_writer_begin(w, path, err) != TM_OK)
+    if (cli_output_st_begin(w, path, &guard, err) != TM_OK)
         goto fail;
-    cli_sigbus_output(tm_st_writer_temp_path(w)); /* a cut input must not leave it behind */
     for (size_t i = 0; i < p->n; i++) {
         const item *it = &p->items[i];
         const uint64_t rows = tm_tensor_rows(it->t), ne0 = it->t->ne[0];
@@ -298,11 +298,10 @@ static tm_status write_shard(const tm_file *f, const plan *p, uint32_t shard, co
             if (write_rows(p, it, r, rows - r < step ? rows : r + step, b, w, err) != TM_OK)
                 goto fail;
     }
-    cli_sigbus_output(NULL);
-    return tm_st_writer_finish(w, err);
+    return cli_output_st_finish(w, guard, err);
 fail:
-    cli_sigbus_output(NULL);
     tm_st_writer_free(w);
+    cli_signal_forget(guard);
     return err->code;
 }
 
