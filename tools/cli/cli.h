@@ -99,10 +99,15 @@ const char *cli_output_name(const cli_output *o);
 /* rc CLI_OK: flush and put the file in place (CLI_FAIL with a message if that fails); else
  * remove the temporary file. Frees o; returns the final exit code. */
 int cli_output_close(cli_output *o, int rc);
+/* What a command checks of the file it wrote before it replaces anything: written is the
+ * temporary file (NULL for a device, which cannot be read back). TM_OK puts it in place;
+ * anything else, with err saying why, removes it. */
+typedef tm_status (*cli_output_check)(void *ctx, const char *written, tm_error *err);
 /* The file a GGUF writer describes, written to path as cli_output_open writes a stream (the
- * temporary file guarded against signals) and put in place when it reads back. Frees w. The
- * error names what failed; nothing is left at path on failure but what was there. */
-tm_status cli_output_model(tm_writer *w, const char *path, tm_error *err);
+ * temporary file guarded against signals), read back, checked by check (when not NULL), and put
+ * in place. Frees w. The error names what failed; on failure path holds what it held before. */
+tm_status cli_output_model(tm_writer *w, const char *path, cli_output_check check, void *ctx,
+                           tm_error *err);
 /* tm_st_writer_begin and tm_st_writer_finish (which frees w), the temporary file guarded in
  * between; on a failure after begin, tm_st_writer_free(w) and cli_signal_forget(*guard). */
 tm_status cli_output_st_begin(tm_st_writer *w, const char *path, int *guard, tm_error *err);

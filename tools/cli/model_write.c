@@ -54,7 +54,7 @@ int cli_model_finish(tm_writer *w, tm_status st, tm_error *err, const char *path
     if (st == TM_OK)
         st = tm_writer_set_progress(w, progress_update, &p, err);
     if (st == TM_OK)
-        st = cli_output_model(w, path, err);
+        st = cli_output_model(w, path, NULL, NULL, err);
     else
         tm_writer_free(w);
     if (p.shown)

@@ -154,7 +154,8 @@ int cli_output_close(cli_output *o, int rc)
     return rc;
 }
 
-tm_status cli_output_model(tm_writer *w, const char *path, tm_error *err)
+tm_status cli_output_model(tm_writer *w, const char *path, cli_output_check check, void *ctx,
+                           tm_error *err)
 {
     tm_outfile *o = NULL;
     int guard = -1;
@@ -162,6 +163,8 @@ tm_status cli_output_model(tm_writer *w, const char *path, tm_error *err)
     if (st == TM_OK)
         st = tm_writer_write_to(w, o, err);
     tm_writer_free(w);
+    if (st == TM_OK && check)
+        st = check(ctx, tm_outfile_temp_path(o), err);
     if (st == TM_OK)
         st = tm_outfile_commit(o, err);
     else
