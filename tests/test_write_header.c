@@ -73,3 +73,39 @@ Test(write_header, a_header_that_reads_back_replaces_out)
     cr_expect_str_eq(names, "h.json out.gguf ", "left behind: %s", names);
     free(names);
 }
+
+/* A finite number beyond f32's range (1e300) would become an infinity the JSON never said: it
+ * is refused, naming the entry, and nothing is written. "inf" still writes an infinity. */
+Test(write_header, an_f32_out_of_range_is_refused_not_stored_as_inf)
+{
+    const char *json = test_path("h.json"), *out = test_path("out.gguf");
+    write_text(json, "{\"data_size\": 0, \"kv\": [{\"key\": \"x\", \"type\": \"f32\", "
+                     "\"value\": 1e300}], \"tensors\": []}");
+    tool_result r = tool_run("write", "--from-header", json, out, NULL);
+    cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "kv 0 ('x')") && strstr(r.err, "out of f32's range"), "%s", r.err);
+    tool_result_free(&r);
+    cr_expect_neq(access(out, F_OK), 0, "%s was written", out);
+    write_text(json, "{\"data_size\": 0, \"kv\": [{\"key\": \"x\", \"type\": \"arr\", "
+                     "\"element_type\": \"f32\", \"count\": 2, \"values\": [1, -1e39]}], "
+                     "\"tensors\": []}");
+    r = tool_run("write", "--from-header", json, out, NULL);
+    cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "out of f32's range"), "%s", r.err);
+    tool_result_free(&r);
+    write_text(json, "{\"data_size\": 0, \"kv\": [{\"key\": \"x\", \"type\": \"f32\", "
+                     "\"value\": \"-inf\"}, {\"key\": \"y\", \"type\": \"f64\", "
+                     "\"value\": 1e300}], \"tensors\": []}");
+    r = tool_run("write", "--from-header", json, out, NULL);
+    cr_expect_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    tool_result_free(&r);
+    tm_file *f = NULL;
+    tm_error err = {0};
+    cr_assert_eq(tm_open(out, 0, &f, &err), TM_OK, "%s", err.message);
+    tm_value v;
+    cr_assert_eq(tm_kv_value(tm_kv_find(f, "x"), &v), TM_OK);
+    cr_expect(v.as.f < 0 && v.as.f * 0 != 0, "x is %g, not -inf", v.as.f);
+    cr_assert_eq(tm_kv_value(tm_kv_find(f, "y"), &v), TM_OK);
+    cr_expect_eq(v.as.f, 1e300);
+    tm_close(f);
+}

@@ -908,6 +908,16 @@ static tm_status check_whole(const tm_writer *w, tm_error *err)
     return st;
 }
 
+/* A GGUF file is written by offset (tensors with pwrite, the size with ftruncate): an output
+ * that cannot seek (a FIFO, a pipe, a socket) would take the header and then fail with "Illegal
+ * seek", a partial file already sent. Refused before anything is written or, for a path, before
+ * it is opened (opening a FIFO waits for its reader). */
+static tm_status cannot_seek(const char *path, tm_error *err)
+{
+    return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "%s: cannot seek (a FIFO, pipe or socket), "
+                    "and a GGUF file is written by offset: write it to a file", path);
+}
+
 tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err)
 {
     if (!w)
@@ -917,6 +927,8 @@ tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err)
                         "NULL");
     const char *path = tm__outfile_name(o);
     tm_status st = check_whole(w, err);
+    if (st == TM_OK && lseek(tm_outfile_fd(o), 0, SEEK_CUR) < 0 && errno == ESPIPE)
+        st = cannot_seek(path, err);
     /* A half-written file would open as a damaged model later: it stays a temporary file until
      * the caller commits it, and whatever path named is untouched. */
     if (st == TM_OK)
@@ -933,10 +945,13 @@ tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
         return no_writer(err, __func__);
     tm_status st;
     tm_outfile *o = NULL;
+    struct stat sb;
     if (!path) {
         st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_finish: the path is NULL");
     } else if ((st = check_whole(w, err)) != TM_OK) {
         /* nothing written, nothing created */
+    } else if (stat(path, &sb) == 0 && (S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode))) {
+        st = cannot_seek(path, err);
     } else if ((st = tm_outfile_open(&o, path, err)) == TM_OK) {
         st = tm_writer_write_to(w, o, err);
         if (st == TM_OK)

@@ -159,7 +159,18 @@ tm_status cli_output_model(tm_writer *w, const char *path, cli_output_check chec
 {
     tm_outfile *o = NULL;
     int guard = -1;
-    tm_status st = open_guarded(&o, path, &guard, err);
+    struct stat sb;
+    tm_status st = TM_OK;
+    if (stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode)) {
+        /* refused before the open, which would wait for a reader (tm_writer_write_to says
+         * why: a GGUF file is written by offset) */
+        err->code = st = TM_INVALID_ARG;
+        err->offset = TM_NO_OFFSET;
+        snprintf(err->message, sizeof err->message, "a FIFO cannot seek, and a GGUF file is "
+                 "written by offset: write it to a file");
+    }
+    if (st == TM_OK)
+        st = open_guarded(&o, path, &guard, err);
     if (st == TM_OK)
         st = tm_writer_write_to(w, o, err);
     tm_writer_free(w);

@@ -6,6 +6,7 @@
 #include "../cli/cli_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char help[] =
     "usage: tensormap edit FILE [-o OUT] [--set KEY=VALUE]... [--set KEY:TYPE=VALUE]...\n"
@@ -253,24 +255,30 @@ static tm_status add_array(tm_writer *w, const char *key, tm_vtype elem, const c
     return st;
 }
 
-/* A string value from a file, bounded as the format bounds strings. NULL after a message. */
+/* A string value from a file, bounded as the format bounds strings. NULL after a message.
+ * Only a regular file: a FIFO or a device could block the edit forever or never end (the open
+ * does not wait for a FIFO's writer, and the file type is checked before anything is read). */
 static char *read_text(const char *key, const char *path, size_t *len)
 {
-    FILE *in = fopen(path, "rb");
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *in = fd >= 0 ? fdopen(fd, "rb") : NULL;
     char *buf = NULL;
     struct stat sb;
-    if (!in || fstat(fileno(in), &sb) != 0 || !S_ISREG(sb.st_mode) ||
+    if (!in || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
         (uint64_t)sb.st_size > TM_MAX_STRING_LEN) {
         cli_errorf("edit: --set-file %s: %s: %s", key, path,
                    !in ? strerror(errno) : "not a regular file of at most 64 MiB");
-    } else if ((buf = malloc((size_t)sb.st_size + 1)) &&
-               (*len = fread(buf, 1, (size_t)sb.st_size, in)) != (size_t)sb.st_size) {
+    } else if (!(buf = malloc((size_t)sb.st_size + 1))) {
+        cli_errorf("edit: --set-file %s: %s: out of memory", key, path);
+    } else if ((*len = fread(buf, 1, (size_t)sb.st_size, in)) != (size_t)sb.st_size) {
         cli_errorf("edit: --set-file %s: %s: read failed", key, path);
         free(buf);
         buf = NULL;
     }
     if (in)
         fclose(in);
+    else if (fd >= 0)
+        close(fd);
     return buf;
 }
 

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -23,6 +24,10 @@ static const char help[] =
     "zeros, as GGUF writers write it (a file whose padding held other bytes does not keep\n"
     "them). Without --arrays, each array is filled with placeholders (zeros, or strings of '?')\n"
     "of the same count and byte size, so the header keeps its length and every offset holds.\n"
+    "A value its type cannot hold (an integer past its range, an f32 of 1e300, which would\n"
+    "become an infinity) is refused, naming the entry; \"inf\", \"-inf\" and \"nan:0xBITS\" write\n"
+    "those values. OUT must be a file or a device: a GGUF file is written by offset, so a FIFO\n"
+    "is refused before it is opened.\n"
     "The new file is opened again and its layout compared with the JSON's before it replaces\n"
     "OUT: on any mismatch or failure OUT is left as it was and nothing else is left behind.\n";
 
@@ -153,6 +158,11 @@ static bool scalar_of(const ctx *c, tm_vtype t, const json_t *j, void *out)
         if (!float_of(j, t == TM_V_F32, &d, &bits, &raw))
             return fail(c, "not an %s (a number, \"inf\", \"-inf\" or \"nan:0xBITS\")",
                         tm_vtype_name(t));
+        /* a finite number beyond f32's range would be stored as an infinity the JSON never
+         * said: refused (an infinity is written "inf") */
+        if (t == TM_V_F32 && !raw && isfinite(d) && isinf((float)d))
+            return fail(c, "%g is out of f32's range (at most %.9g in magnitude; \"inf\" for an "
+                        "infinity)", d, (double)FLT_MAX);
         if (t == TM_V_F32) {
             float f = (float)d;
             uint32_t b = (uint32_t)bits;
