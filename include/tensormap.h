@@ -657,7 +657,10 @@ TM_API tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err);
  * temporary file and nothing else. path itself is never opened for writing, truncated or
  * unlinked: until the rename it is untouched, and a process that has the old file open or
  * mapped keeps reading the old contents. A symlink at path is kept: the file it names is the
- * one replaced.
+ * one replaced. A symlink anywhere on the path that another user owns in a sticky
+ * world-writable directory (/tmp), unless that user owns the directory, is not followed (TM_IO,
+ * naming it): the kernel's fs.protected_symlinks rule, applied whatever the sysctl says, since
+ * such a link may have been planted to send the output over a file of the caller's.
  * A character device or a FIFO at path is opened and written directly (no O_TRUNC) and never
  * removed; a directory, block device or socket is refused (TM_IO).
  * Errors: TM_INVALID_ARG (NULL arguments), TM_IO (with the system's reason), TM_NOMEM.
