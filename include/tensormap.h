@@ -613,7 +613,10 @@ TM_API tm_status tm_writer_kv_copy(tm_writer *w, const tm_kv *kv, tm_error *err)
 TM_API tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *err);
 /* Tensor t of the open file f, under name (NULL: t's own name), with t's type and shape; its
  * bytes are referenced. same_offset places it at t's own offset (the data section of a one-file
- * source kept as it is), else after the previous tensor. */
+ * source kept as it is), else after the previous tensor. When every tensor of the writer is one
+ * of a one-file source's tensors, all of them, each at its own offset, the source's whole data
+ * section is written as it is: the bytes between tensors and after the last (ggml pads the
+ * last tensor to the alignment) included, so the file keeps its size when its header does. */
 TM_API tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
                                        const char *name, bool same_offset, tm_error *err);
 /* A writer holding f's version, alignment, every entry and every tensor (a one-file source
