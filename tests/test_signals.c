@@ -11,14 +11,12 @@
 #include <criterion/criterion.h>
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 TestSuite(signals, .fini = test_cleanup, .timeout = 120);
@@ -114,45 +112,14 @@ static char *prepare(size_t *len)
     return read_all(work_path("m.gguf"), len);
 }
 
-/* Start the tool in the work directory. stop_path: stopped by the shim before its first write
- * to a file whose path holds it; fsize: under that RLIMIT_FSIZE, SIGXFSZ at its default. */
-static pid_t start(const command *c, const char *stop_path, rlim_t fsize)
+/* Start the tool in the work directory, stopped before its first write to a file whose path
+ * holds stop_path, or under RLIMIT_FSIZE at fsize. */
+static int start(const command *c, const char *stop_path, rlim_t fsize)
 {
-    const char *tool = getenv("TM_TOOL"), *shim = getenv("TM_FAIL_SHIM");
-    cr_assert(tool && shim, "run the tests through make");
     char err_path[512];
     snprintf(err_path, sizeof err_path, "%s/err", test_dir());
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY), out = open("/dev/null", O_WRONLY);
-        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
-            dup2(err, 2) < 0 || chdir(work_dir()) != 0)
-            _exit(127);
-        if (stop_path) {
-            char asan[512];
-            setenv("TM_STOP_AT_PATH", stop_path, 1);
-            setenv("LD_PRELOAD", shim, 1);
-            /* the shim comes before a sanitizer runtime in the preload list */
-            snprintf(asan, sizeof asan, "%s:verify_asan_link_order=0",
-                     getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "");
-            setenv("ASAN_OPTIONS", asan, 1);
-        }
-        if (fsize) {
-            struct rlimit lim = {fsize, fsize}, none = {0, 0};
-            signal(SIGXFSZ, SIG_DFL);
-            setrlimit(RLIMIT_CORE, &none); /* the death by SIGXFSZ dumps no core here */
-            setrlimit(RLIMIT_FSIZE, &lim);
-        }
-        char *argv[10] = {NULL};
-        for (int i = 0; i < 9 && c->argv[i]; i++)
-            argv[i] = strdup(c->argv[i]); /* execv wants char *; this is the child */
-        execv(tool, argv);
-        _exit(127);
-    }
-    return pid;
+    const tool_spawn how = {work_dir(), err_path, stop_path, fsize};
+    return tool_start(&how, c->argv);
 }
 
 static char *tool_stderr(void)
@@ -187,19 +154,15 @@ static void signal_each_command(int sig)
         size_t len;
         char *model = prepare(&len);
         char *before = listing();
-        pid_t pid = start(c, ".tmp-", 0);
-        int status;
-        cr_assert_eq(waitpid(pid, &status, WUNTRACED), pid);
-        cr_assert(WIFSTOPPED(status), "%s: the tool ended (status %#x) before writing", c->name,
-                  status);
+        int pid = start(c, ".tmp-", 0);
         char *mid = listing();
         cr_assert(strstr(mid, ".tmp-"), "%s: no temporary file while writing:\n%s", c->name, mid);
         free(mid);
         kill(pid, sig);
         kill(pid, SIGCONT);
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == sig,
-                  "%s: status %#x, not death by signal %d", c->name, status, sig);
+        const int status = tool_wait(pid);
+        cr_expect_eq(status, 128 + sig, "%s: exit %d, not death by signal %d", c->name, status,
+                     sig);
         expect_as_before(c, before, model, len);
         free(before);
         free(model);
@@ -218,11 +181,8 @@ Test(signals, a_file_size_limit_leaves_no_temporary_file_and_ends_by_sigxfsz)
         size_t len;
         char *model = prepare(&len);
         char *before = listing();
-        pid_t pid = start(c, NULL, 16384);
-        int status;
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ,
-                  "%s: status %#x, not death by SIGXFSZ", c->name, status);
+        const int status = tool_wait(start(c, NULL, 16384));
+        cr_expect_eq(status, 128 + SIGXFSZ, "%s: exit %d, not death by SIGXFSZ", c->name, status);
         char *err = tool_stderr();
         cr_expect(strstr(err, "File too large"), "%s: stderr: %s", c->name, err);
         free(err);
@@ -240,15 +200,12 @@ Test(signals, an_ignored_sighup_stays_ignored)
     free(model);
     const command *c = &commands[0];
     signal(SIGHUP, SIG_IGN); /* inherited through fork and exec */
-    pid_t pid = start(c, ".tmp-", 0);
+    int pid = start(c, ".tmp-", 0);
     signal(SIGHUP, SIG_DFL);
-    int status;
-    cr_assert_eq(waitpid(pid, &status, WUNTRACED), pid);
-    cr_assert(WIFSTOPPED(status));
     kill(pid, SIGHUP);
     kill(pid, SIGCONT);
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+    const int status = tool_wait(pid);
+    cr_expect_eq(status, 0, "exit %d", status);
     struct stat st;
     cr_assert_eq(stat(work_path("out.npy"), &st), 0);
     cr_expect_eq(st.st_size, 128 + 4096 * 4, "the dump was written whole");

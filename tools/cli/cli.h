@@ -123,6 +123,17 @@ void cli_signal_forget(int slot);
 void cli_signals_hold(sigset_t *saved);
 void cli_signals_release(const sigset_t *saved);
 
+/* tools/cli/in_place.c: a local file changed in place (edit without -o). _begin locks it
+ * (flock, exclusive, without waiting) before it is read: NULL, with a message, when another
+ * process holds the lock, or the path is not a local regular file. _still says whether the path
+ * still names the file locked (err says why not); cli_in_place_check is the same as a
+ * cli_output_check, so the rename replaces only that file. _end releases the lock. */
+typedef struct cli_in_place cli_in_place;
+cli_in_place *cli_in_place_begin(const char *path);
+bool cli_in_place_still(const cli_in_place *ip, tm_error *err);
+tm_status cli_in_place_check(void *ctx, const char *written, tm_error *err);
+void cli_in_place_end(cli_in_place *ip);
+
 /* tools/cli/man.c: the man page in roff, built from the command table's help texts (the one
  * source of truth); `tensormap --man` prints it. */
 void cli_man(FILE *out);

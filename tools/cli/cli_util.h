@@ -179,6 +179,9 @@ char *cli_ollama_path(const char *spec, char *msg, size_t msg_size);
  * over a second. CLI_OK, or CLI_FAIL after "tensormap: PATH: message". */
 tm_status cli_model_writer(const tm_file *f, tm_writer **w, tm_error *err);
 int cli_model_finish(tm_writer *w, tm_status st, tm_error *err, const char *path);
+/* The same, with a check run on the file written before it replaces path (cli_output_model). */
+int cli_model_finish_checked(tm_writer *w, tm_status st, tm_error *err, const char *path,
+                             cli_output_check check, void *ctx);
 
 /* tools/cmd/split.c: a split set's own keys (split.*, and the older general.split*), which are
  * never the model's metadata. */

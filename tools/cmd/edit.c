@@ -25,6 +25,8 @@ static const char help[] =
     "a temporary file in the destination's directory, synced, read back, and renamed into place,\n"
     "so a failure at any point (a full disk, a file-size limit, a kill) leaves FILE as it was.\n"
     "When the new header fits before the data section, every tensor stays at its byte in the file.\n"
+    "An in-place edit locks FILE (flock) while it runs: a second edit of the same file fails at\n"
+    "once, and a FILE that another program replaces meanwhile is not written over.\n"
     "\n"
     "  -o, --output OUT        write OUT and leave FILE untouched (OUT may not be FILE)\n"
     "  --set KEY=VALUE         an existing key keeps its type: VALUE is read as that type\n"
@@ -403,9 +405,17 @@ static bool read_only(const char *path)
 
 static int edit(const char *arg, const char *out, op *ops, size_t n)
 {
-    tm_file *f = cli_open(arg, TM_OPEN_ONE_SHARD);
-    if (!f)
+    /* in place: locked before it is read, replaced only while it is still the file read */
+    cli_in_place *ip = out == arg ? cli_in_place_begin(arg) : NULL;
+    tm_file *f = out != arg || ip ? cli_open(arg, TM_OPEN_ONE_SHARD) : NULL;
+    tm_error err = {0};
+    if (!f || (ip && !cli_in_place_still(ip, &err))) {
+        if (err.code != TM_OK)
+            cli_report(arg, &err);
+        tm_close(f);
+        cli_in_place_end(ip);
         return CLI_FAIL;
+    }
     const tm_layout *l = tm_file_layout(f);
     int rc = CLI_USAGE;
     if (l->format != TM_FORMAT_GGUF) {
@@ -419,7 +429,6 @@ static int edit(const char *arg, const char *out, op *ops, size_t n)
         rc = CLI_FAIL;
     } else if (check_ops(f, arg, ops, n)) {
         tm_writer *w = NULL;
-        tm_error err = {0};
         bool bad = false;
         tm_status st = cli_model_writer(f, &w, &err);
         if (st == TM_OK)
@@ -429,7 +438,8 @@ static int edit(const char *arg, const char *out, op *ops, size_t n)
         cli_align_up(header, l->alignment, &start);
         if (bad) {
             tm_writer_free(w);
-        } else if ((rc = cli_model_finish(w, st, &err, out)) == CLI_OK) {
+        } else if ((rc = cli_model_finish_checked(w, st, &err, out,
+                                                  ip ? cli_in_place_check : NULL, ip)) == CLI_OK) {
             printf("%s: header %" PRIu64 " -> %" PRIu64 " bytes; ", out, l->infos_end, header);
             if (start == l->data_start)
                 printf("it fits before the data: every tensor byte stays where it was\n");
@@ -439,6 +449,7 @@ static int edit(const char *arg, const char *out, op *ops, size_t n)
         }
     }
     tm_close(f);
+    cli_in_place_end(ip);
     return rc;
 }
 
