@@ -649,6 +649,12 @@ TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
  * committed (tm_outfile_commit) or removed (tm_outfile_abort) by the caller, and w is not freed
  * (tm_writer_free). Errors as tm_writer_finish; TM_INVALID_ARG when o or w is NULL. */
 TM_API tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err);
+/* The header the writer would write (the 24-byte head, the metadata, the tensor infos: the
+ * tm_writer_header_bytes(w) bytes before the padding) into buf, which holds size bytes, after
+ * the checks tm_writer_finish makes before writing anything (same errors). For a caller that
+ * rewrites a file's header in place when it keeps its size (tensormap edit). TM_INVALID_ARG
+ * when buf is NULL or smaller than the header. */
+TM_API tm_status tm_writer_header(const tm_writer *w, void *buf, uint64_t size, tm_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Writing any file safely: whole or not at all, never at the cost of what path named before.

@@ -75,7 +75,7 @@ Test(edit_concurrent, of_two_edits_at_once_the_second_fails_and_nothing_is_lost)
     write_model(path, "model");
     const char *first[] = {"tensormap", "edit", path, "--set",
                            "general.name=the first edit's longer name", NULL};
-    const tool_spawn stopped = {NULL, test_path("err"), ".tmp-", 0};
+    const tool_spawn stopped = {NULL, test_path("err"), ".tmp-", 0, NULL};
     const int pid = tool_start(&stopped, first);
     tool_result r = tool_run("edit", path, "--set", "general.name=second", NULL);
     cr_expect_eq(r.status, 1, "the second edit: exit %d: %s", r.status, r.err);
@@ -98,7 +98,7 @@ Test(edit_concurrent, a_file_replaced_during_the_edit_is_not_written_over)
     write_model(other, "put there by another program");
     const char *edit[] = {"tensormap", "edit", path, "--set", "general.name=a longer new name",
                           NULL};
-    const tool_spawn stopped = {NULL, test_path("err"), ".tmp-", 0};
+    const tool_spawn stopped = {NULL, test_path("err"), ".tmp-", 0, NULL};
     const int pid = tool_start(&stopped, edit);
     cr_assert_eq(rename(other, path), 0);
     kill(pid, SIGCONT);

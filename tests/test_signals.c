@@ -118,7 +118,7 @@ static int start(const command *c, const char *stop_path, rlim_t fsize)
 {
     char err_path[512];
     snprintf(err_path, sizeof err_path, "%s/err", test_dir());
-    const tool_spawn how = {work_dir(), err_path, stop_path, fsize};
+    const tool_spawn how = {work_dir(), err_path, stop_path, fsize, NULL};
     return tool_start(&how, c->argv);
 }
 

@@ -769,14 +769,20 @@ static tm_status write_tensor(const tm_writer *w, int fd, source *src, const wte
     return TM_OK;
 }
 
-static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_error *err)
+/* The 24 bytes the file opens with: magic, version, tensor count, entry count. */
+static void put_head(const tm_writer *w, uint8_t head[GGUF_HEAD_BYTES])
 {
-    uint8_t head[GGUF_HEAD_BYTES];
-    buf h = {head, 0, sizeof head};
+    buf h = {head, 0, GGUF_HEAD_BYTES};
     put_bytes(&h, "GGUF", 4);
     put_u32(&h, w->version);
     put_u64(&h, w->n_tensors);
     put_u64(&h, w->n_kv);
+}
+
+static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_error *err)
+{
+    uint8_t head[GGUF_HEAD_BYTES];
+    put_head(w, head);
 
     const uint64_t a = w->alignment;
     const uint64_t infos_end = tm_writer_header_bytes(w);
@@ -967,6 +973,27 @@ tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err)
     if (st == TM_OK && w->verify && tm_outfile_temp_path(o))
         st = verify_written(w, tm_outfile_temp_path(o), path, err);
     return st;
+}
+
+tm_status tm_writer_header(const tm_writer *w, void *out, uint64_t size, tm_error *err)
+{
+    if (!w)
+        return no_writer(err, __func__);
+    const uint64_t n = tm_writer_header_bytes(w);
+    if (!out || size < n)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_header: the header is "
+                        "%llu bytes and the buffer %llu", (unsigned long long)n,
+                        (unsigned long long)(out ? size : 0));
+    tm_status st = check_whole(w, err);
+    if (st != TM_OK)
+        return st;
+    uint8_t *p = out;
+    put_head(w, p);
+    if (w->kv.len)
+        memcpy(p + GGUF_HEAD_BYTES, w->kv.p, w->kv.len);
+    if (w->info.len)
+        memcpy(p + GGUF_HEAD_BYTES + w->kv.len, w->info.p, w->info.len);
+    return TM_OK;
 }
 
 tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)

@@ -195,9 +195,12 @@ int tool_start(const tool_spawn *how, const char *const *argv)
         if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
             dup2(err, 2) < 0 || (how->cwd && chdir(how->cwd) != 0))
             _exit(127);
-        if (how->stop_at_path) {
-            char asan[512];
+        if (how->stop_at_path)
             setenv("TM_STOP_AT_PATH", how->stop_at_path, 1);
+        for (int i = 0; how->shim_env && how->shim_env[i]; i++)
+            putenv(strdup(how->shim_env[i]));
+        if (how->stop_at_path || how->shim_env) {
+            char asan[512];
             setenv("LD_PRELOAD", shim, 1);
             /* the shim comes before a sanitizer runtime in the preload list */
             snprintf(asan, sizeof asan, "%s:verify_asan_link_order=0",

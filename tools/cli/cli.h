@@ -122,6 +122,8 @@ void cli_signal_forget(int slot);
  * not be cut between creating a file and guarding it, or between renaming files of a set. */
 void cli_signals_hold(sigset_t *saved);
 void cli_signals_release(const sigset_t *saved);
+/* Whether a terminating signal is waiting (held) to be delivered. */
+bool cli_signal_pending(void);
 
 /* tools/cli/in_place.c: a local file changed in place (edit without -o). _begin locks it
  * (flock, exclusive, without waiting) before it is read: NULL, with a message, when another
@@ -133,6 +135,14 @@ cli_in_place *cli_in_place_begin(const char *path);
 bool cli_in_place_still(const cli_in_place *ip, tm_error *err);
 tm_status cli_in_place_check(void *ctx, const char *written, tm_error *err);
 void cli_in_place_end(cli_in_place *ip);
+/* A header that keeps its size (tm_writer_header_bytes(w) == the file's infos_end), written
+ * over the file's own: only the bytes that differ, [*at, *at + *n), under a rollback journal
+ * beside the file (see in_place.c). Frees w. On failure the file is as it was; err says why. */
+tm_status cli_in_place_patch(cli_in_place *ip, tm_writer *w, uint64_t *at, uint64_t *n,
+                             tm_error *err);
+/* Called by cli_open for every path: a journal left beside the file by an in-place edit that
+ * died is replayed (the old bytes put back), unless a running edit holds the file's lock. */
+void cli_in_place_recover(const char *path);
 
 /* tools/cli/man.c: the man page in roff, built from the command table's help texts (the one
  * source of truth); `tensormap --man` prints it. */

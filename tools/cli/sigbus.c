@@ -132,6 +132,17 @@ void cli_signals_hold(sigset_t *saved)
 
 void cli_signals_release(const sigset_t *saved) { pthread_sigmask(SIG_SETMASK, saved, NULL); }
 
+bool cli_signal_pending(void)
+{
+    sigset_t pending;
+    if (sigpending(&pending) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof terminating / sizeof terminating[0]; i++)
+        if (sigismember(&pending, terminating[i]) == 1)
+            return true;
+    return false;
+}
+
 int cli_signal_guard(const char *path)
 {
     if (!path)

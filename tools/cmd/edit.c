@@ -21,9 +21,12 @@ static const char help[] =
     "                      [--set-file KEY=PATH]... [--delete KEY]... [--rename-tensor OLD=NEW]...\n"
     "\n"
     "Change the metadata of the GGUF file FILE (one shard of a split set alone). Tensor bytes are\n"
-    "never changed. Without -o the file is edited in place; either way the new file is written to\n"
-    "a temporary file in the destination's directory, synced, read back, and renamed into place,\n"
-    "so a failure at any point (a full disk, a file-size limit, a kill) leaves FILE as it was.\n"
+    "never changed. Without -o the file is edited in place. When the header keeps its size, only\n"
+    "the bytes of it that change are written, where they lie, under a journal beside the file\n"
+    "(.FILE.tm-journal) that the next tensormap command to open FILE rolls back if the edit was\n"
+    "cut short. Otherwise (and with -o) the new file is written to a temporary file in the\n"
+    "destination's directory, synced, read back, and renamed into place. Either way a failure at\n"
+    "any point (a full disk, a file-size limit, a kill) leaves FILE as it was.\n"
     "When the new header fits before the data section, every tensor stays at its byte in the file.\n"
     "An in-place edit locks FILE (flock) while it runs: a second edit of the same file fails at\n"
     "once, and a FILE that another program replaces meanwhile is not written over.\n"
@@ -436,8 +439,18 @@ static int edit(const char *arg, const char *out, op *ops, size_t n)
         const uint64_t header = tm_writer_header_bytes(w);
         uint64_t start = 0;
         cli_align_up(header, l->alignment, &start);
+        uint64_t at = 0, n_changed = 0;
         if (bad) {
             tm_writer_free(w);
+        } else if (ip && st == TM_OK && header == l->infos_end) {
+            /* the same size: the changed bytes are written over the old ones, not a new file */
+            rc = cli_in_place_patch(ip, w, &at, &n_changed, &err) == TM_OK ? CLI_OK : CLI_FAIL;
+            if (rc != CLI_OK)
+                cli_report(arg, &err);
+            else
+                printf("%s: header %" PRIu64 " bytes, as before: %" PRIu64 " byte%s at byte %" PRIu64
+                       " rewritten in place; every tensor byte stays where it was\n", arg, header,
+                       n_changed, n_changed == 1 ? "" : "s", at);
         } else if ((rc = cli_model_finish_checked(w, st, &err, out,
                                                   ip ? cli_in_place_check : NULL, ip)) == CLI_OK) {
             printf("%s: header %" PRIu64 " -> %" PRIu64 " bytes; ", out, l->infos_end, header);
