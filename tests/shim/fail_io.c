@@ -4,8 +4,10 @@
  *
  * - TM_FAIL_AT=N: the Nth call fails with ENOSPC, as a full disk would, so that a test can fail
  *   a write at every step of the tool's and library's output path. Nothing fails once a rename
- *   has succeeded: after that the new file is in place, and what is left (syncing the
- *   directory) cannot lose the original.
+ *   to a visible name has succeeded: after that a new file is in place, and what is left
+ *   (syncing the directory, the other files of a set) cannot lose the original. A rename to a
+ *   hidden name (a file of a set, staged whole before the set goes into place) is a step like
+ *   any other.
  * - TM_STOP_AT=N, or TM_STOP_AT_PATH=TEXT (the first call on a file whose path holds TEXT): the
  *   process stops itself (SIGSTOP) just before that call, in the middle of writing, so that a
  *   test can look at the files and send it a signal at a known point.
@@ -157,7 +159,8 @@ int rename(const char *from, const char *to)
     if (failing)
         return -1;
     int r = REAL(rename)(from, to);
-    if (r == 0)
+    const char *slash = strrchr(to, '/');
+    if (r == 0 && (slash ? slash[1] : to[0]) != '.')
         renamed = 1;
     return r;
 }

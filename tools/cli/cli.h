@@ -125,6 +125,24 @@ void cli_signals_release(const sigset_t *saved);
 /* Whether a terminating signal is waiting (held) to be delivered. */
 bool cli_signal_pending(void);
 
+/* tools/cli/output_set.c: files that are one output (shards and their index, a split set),
+ * put in place together. _new: the set's files go in dir and are named STEM-NNNNN-of-NNNNN
+ * SUFFIX (its index, if any, apart). _replaces: a file named so that the output being replaced
+ * holds (its old index names it): removed once the new set is in place, if it is not one of the
+ * new files. _add: a file of the set, final path path (checked by cli_output_allowed); returns
+ * the name to write it under now (hidden, beside it; guarded against signals), NULL after a
+ * message. _ready: false, with a message, when dir holds a file named as the set's that is
+ * neither one of them nor of the output replaced (call it after the last _add, before writing).
+ * _finish: rc CLI_OK renames every file into place, entry (one of the paths added, or NULL)
+ * last, then removes the replaced output's other files; otherwise removes what was written.
+ * Frees s; returns the exit code. */
+typedef struct cli_output_set cli_output_set;
+cli_output_set *cli_output_set_new(const char *dir, const char *stem, const char *suffix);
+void cli_output_set_replaces(cli_output_set *s, const char *name);
+const char *cli_output_set_add(cli_output_set *s, const char *path);
+bool cli_output_set_ready(const cli_output_set *s);
+int cli_output_set_finish(cli_output_set *s, int rc, const char *entry);
+
 /* tools/cli/in_place.c: a local file changed in place (edit without -o). _begin locks it
  * (flock, exclusive, without waiting) before it is read: NULL, with a message, when another
  * process holds the lock, or the path is not a local regular file. _still says whether the path

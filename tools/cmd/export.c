@@ -22,8 +22,8 @@ static const char help[] =
     "stored in the chosen dtype, its shape in PyTorch's order (slowest first, GGUF's ne\n"
     "reversed). The header's __metadata__ holds {\"format\": \"pt\"} and the file's general.*\n"
     "strings. OUT appears only once it is complete; an existing OUT is replaced then, and left\n"
-    "as it was if the export fails. OUT may not be the model itself. Progress goes to stderr\n"
-    "when it is a terminal.\n"
+    "as it was if the export fails (with --max-shard-size, every file of it at once, the index\n"
+    "last). OUT may not be the model itself. Progress goes to stderr when it is a terminal.\n"
     "\n"
     "  --dtype T             f32 (exact; the default), or f16 / bf16: rounded to nearest, ties\n"
     "                        to even, as PyTorch's .to() rounds\n"
@@ -306,15 +306,13 @@ fail:
 }
 
 /* model.safetensors.index.json: the total size and which file holds each tensor. */
-static int write_index(const plan *p, const char *dir, char **shard_names)
+static int write_index(const plan *p, const char *path, char **shard_names)
 {
     json_t *map = json_object(), *root = json_pack("{s:{s:I}, s:o}", "metadata", "total_size",
                                                   (json_int_t)p->total_bytes, "weight_map", map);
     for (size_t i = 0; root && i < p->n; i++)
         if (json_object_set_new(map, p->items[i].name, json_string(shard_names[p->items[i].shard])))
             json_decref(root), root = NULL;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, INDEX_NAME);
     cli_output *o = root ? cli_output_open(path) : NULL;
     int rc = root ? CLI_FAIL : (cli_errorf("export: out of memory"), CLI_FAIL);
     if (o) {
@@ -326,43 +324,82 @@ static int write_index(const plan *p, const char *dir, char **shard_names)
     return rc;
 }
 
+/* The shards the checkpoint being replaced names in its index (a regular file: a FIFO planted
+ * there must not hold the export up): the set removes those the new one does not name. */
+static void claim_old_index(cli_output_set *set, const char *index)
+{
+    struct stat st;
+    if (stat(index, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > TM_MAX_STRING_LEN)
+        return;
+    json_t *old = json_load_file(index, JSON_REJECT_DUPLICATES, NULL), *v;
+    const char *key;
+    json_object_foreach(json_object_get(old, "weight_map"), key, v)
+        if (json_is_string(v))
+            cli_output_set_replaces(set, json_string_value(v));
+    json_decref(old);
+}
+
+/* The files of --max-shard-size, named and staged before anything is written (cli_output_set:
+ * put in place together, the index last): names[s] and to[s] for shard s, to[n_shards] and
+ * index for the index. NULL after a message. */
+static cli_output_set *stage_set(const plan *p, const char *out, char **names, const char **to,
+                                 char *index, size_t index_size)
+{
+    cli_output_set *set = cli_output_set_new(out, "model", ".safetensors");
+    snprintf(index, index_size, "%s/%s", out, INDEX_NAME);
+    bool ok = set != NULL;
+    if (ok)
+        claim_old_index(set, index);
+    for (uint32_t s = 0; ok && s < p->n_shards; s++) {
+        char path[4096];
+        if ((ok = (names[s] = malloc(64)) != NULL)) {
+            snprintf(names[s], 64, "model-%05u-of-%05u.safetensors", s + 1, p->n_shards);
+            snprintf(path, sizeof path, "%s/%s", out, names[s]);
+            ok = (to[s] = cli_output_set_add(set, path)) != NULL;
+        }
+    }
+    if (ok && (to[p->n_shards] = cli_output_set_add(set, index)) && cli_output_set_ready(set))
+        return set;
+    cli_output_set_finish(set, CLI_FAIL, NULL);
+    return NULL;
+}
+
 static int write_all(const tm_file *f, const plan *p, const char *out)
 {
     buffers b = {malloc(CHUNK_FLOATS * sizeof(float)), malloc(CHUNK_FLOATS * sizeof(float)),
                  malloc(CHUNK_FLOATS * sizeof(uint16_t)), {0}};
-    char **names = calloc(p->n_shards, sizeof *names);
+    char **names = calloc(p->n_shards, sizeof *names), index[4096] = "";
+    const char **to = calloc((size_t)p->n_shards + 1, sizeof *to); /* where each is written */
+    cli_output_set *set = NULL;
     tm_error err = {0};
     int rc = CLI_OK;
     cli_progress_start(&b.progress, "export", "bytes", p->total_bytes);
-    if (!b.f || !b.perm || !b.half || !names) {
+    if (!b.f || !b.perm || !b.half || !names || !to) {
         cli_errorf("export: out of memory");
         rc = CLI_FAIL;
     } else if (p->max_shard && mkdir(out, 0777) != 0 && errno != EEXIST) {
         cli_errorf("%s: cannot make the directory: %s", out, strerror(errno));
         rc = CLI_FAIL;
+    } else if (p->max_shard && !(set = stage_set(p, out, names, to, index, sizeof index))) {
+        rc = CLI_FAIL;
     }
     for (uint32_t s = 0; rc == CLI_OK && s < p->n_shards; s++) {
         char path[4096];
-        if (p->max_shard) {
-            names[s] = malloc(64);
-            if (!names[s]) {
-                rc = CLI_FAIL;
-                break;
-            }
-            snprintf(names[s], 64, "model-%05u-of-%05u.safetensors", s + 1, p->n_shards);
+        if (p->max_shard)
             snprintf(path, sizeof path, "%s/%s", out, names[s]);
-        } else {
+        else
             snprintf(path, sizeof path, "%s", out);
-        }
-        if (!cli_output_allowed(path)) {
+        if (!set && !cli_output_allowed(path)) {
             rc = CLI_FAIL;
-        } else if (write_shard(f, p, s, path, &b, &err) != TM_OK) {
+        } else if (write_shard(f, p, s, set ? to[s] : path, &b, &err) != TM_OK) {
             cli_report(path, &err);
             rc = CLI_FAIL;
         }
     }
-    if (rc == CLI_OK && p->max_shard)
-        rc = write_index(p, out, names);
+    if (rc == CLI_OK && set)
+        rc = write_index(p, to[p->n_shards], names);
+    rc = cli_output_set_finish(set, rc, index); /* every file in place, the index last */
+    free(to);
     cli_progress_end(&b.progress);
     for (uint32_t s = 0; s < p->n_shards && names; s++)
         free(names[s]);
