@@ -447,6 +447,8 @@ static int edit(const char *arg, const char *out, op *ops, size_t n)
             rc = cli_in_place_patch(ip, w, &at, &n_changed, &err) == TM_OK ? CLI_OK : CLI_FAIL;
             if (rc != CLI_OK)
                 cli_report(arg, &err);
+            else if (n_changed == 0)
+                printf("%s: the file holds these values already: nothing was written\n", arg);
             else
                 printf("%s: header %" PRIu64 " bytes, as before: %" PRIu64 " byte%s at byte %" PRIu64
                        " rewritten in place; every tensor byte stays where it was\n", arg, header,
