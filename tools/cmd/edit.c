@@ -2,7 +2,9 @@
  * data. The library writes the new file (metadata copied or set, tensors referenced at their
  * offsets and copied from the source file) to a temporary file beside the destination, reads it
  * back, and only then renames it into place: the source is never written, and an in-place edit
- * that fails at any step leaves the original byte for byte as it was. */
+ * that fails at any step leaves the original byte for byte as it was. An in-place edit is
+ * locked against another (cli/in_place.c), and one whose header keeps its size writes only the
+ * bytes that change, over the old ones, under a rollback journal (cli_in_place_patch). */
 #include "../cli/cli_util.h"
 
 #include <errno.h>
