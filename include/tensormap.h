@@ -581,6 +581,8 @@ TM_API tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigne
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct tm_writer tm_writer;
+/* An output file being written whole or not at all ("Writing any file safely", below). */
+typedef struct tm_outfile tm_outfile;
 
 /* A writer for GGUF version 3 (tm_writer_set_version for 2), alignment 32 unless set. */
 TM_API tm_status tm_writer_new(tm_writer **out, tm_error *err);
@@ -632,7 +634,10 @@ TM_API tm_status tm_writer_kv_copy(tm_writer *w, const tm_kv *kv, tm_error *err)
 TM_API tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *err);
 /* Tensor t of the open file f, under name (NULL: t's own name), with t's type and shape; its
  * bytes are referenced. same_offset places it at t's own offset (the data section of a one-file
- * source kept as it is), else after the previous tensor. */
+ * source kept as it is), else after the previous tensor. When every tensor of the writer is one
+ * of a one-file source's tensors, all of them, each at its own offset, the source's whole data
+ * section is written as it is: the bytes between tensors and after the last (ggml pads the
+ * last tensor to the alignment) included, so the file keeps its size when its header does. */
 TM_API tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
                                        const char *name, bool same_offset, tm_error *err);
 /* A writer holding f's version, alignment, every entry and every tensor (a one-file source
@@ -658,6 +663,19 @@ TM_API tm_status tm_writer_set_progress(tm_writer *w, tm_writer_progress fn, voi
  * TM_BAD_VALUE for a general.alignment that is not a u32 equal to the writer's alignment.
  * Also TM_IO (with the system's reason), TM_LIMIT (a file too big), TM_NOMEM. */
 TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err);
+/* tm_writer_finish in two halves, for a caller that must know the temporary file while it is
+ * written (a signal handler removes it: tm_outfile_temp_path) or decide when it replaces path
+ * (a set of files put in place together, a check made just before the rename): write the file
+ * into o, opened by tm_outfile_open, and read it back when verify is on. o is left open, to be
+ * committed (tm_outfile_commit) or removed (tm_outfile_abort) by the caller, and w is not freed
+ * (tm_writer_free). Errors as tm_writer_finish; TM_INVALID_ARG when o or w is NULL. */
+TM_API tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err);
+/* The header the writer would write (the 24-byte head, the metadata, the tensor infos: the
+ * tm_writer_header_bytes(w) bytes before the padding) into buf, which holds size bytes, after
+ * the checks tm_writer_finish makes before writing anything (same errors). For a caller that
+ * rewrites a file's header in place when it keeps its size (tensormap edit). TM_INVALID_ARG
+ * when buf is NULL or smaller than the header. */
+TM_API tm_status tm_writer_header(const tm_writer *w, void *buf, uint64_t size, tm_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Writing any file safely: whole or not at all, never at the cost of what path named before.
@@ -669,13 +687,14 @@ TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
  * temporary file and nothing else. path itself is never opened for writing, truncated or
  * unlinked: until the rename it is untouched, and a process that has the old file open or
  * mapped keeps reading the old contents. A symlink at path is kept: the file it names is the
- * one replaced.
+ * one replaced. A symlink anywhere on the path that another user owns in a sticky
+ * world-writable directory (/tmp), unless that user owns the directory, is not followed (TM_IO,
+ * naming it): the kernel's fs.protected_symlinks rule, applied whatever the sysctl says, since
+ * such a link may have been planted to send the output over a file of the caller's.
  * A character device or a FIFO at path is opened and written directly (no O_TRUNC) and never
  * removed; a directory, block device or socket is refused (TM_IO).
  * Errors: TM_INVALID_ARG (NULL arguments), TM_IO (with the system's reason), TM_NOMEM.
  * ------------------------------------------------------------------------------------------- */
-
-typedef struct tm_outfile tm_outfile;
 
 TM_API tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err);
 /* The descriptor to write to (owned by the outfile; do not close it). */

@@ -215,4 +215,9 @@ static inline uint64_t tm__load_le(const uint8_t *p, unsigned n)
     return v;
 }
 
+/* ---- outfile.c ---- */
+
+/* The path an outfile was opened with, for messages about writing it. */
+const char *tm__outfile_name(const tm_outfile *o);
+
 #endif /* TM_INTERNAL_H */
