@@ -18,6 +18,12 @@ tm_status tm__fail(tm_error *err, tm_status code, uint64_t offset, const char *f
 /* Write s as a printable, quoted, length-bounded excerpt into buf (for names in messages). */
 void tm__quote(char *buf, size_t cap, const char *s, uint64_t len);
 
+/* ---- util.c ---- */
+
+/* The environment variable name as a byte count (decimal, with an optional K, M or G for 2^10,
+ * 2^20, 2^30); dflt when unset or not such a number. */
+uint64_t tm__env_bytes(const char *name, uint64_t dflt);
+
 /* ---- map.c: where one file's bytes come from ----
  * A local file is mapped (or read into the heap) whole: avail == size, and any range is a view.
  * A remote file (http.c) holds only the head fetched so far at base (avail <= size): the walkers
@@ -45,9 +51,6 @@ enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3, TM__MAP_REMOTE 
 #define TM__MAP_REGULAR_ONLY (1u << 31)
 /* path may be a local path, "-" (standard input), or a URL (tm__is_url). */
 tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err);
-/* The environment variable name as a byte count (decimal, with an optional K, M or G for 2^10,
- * 2^20, 2^30); dflt when unset or not such a number. */
-uint64_t tm__env_bytes(const char *name, uint64_t dflt);
 /* Make at least min(end, size) bytes available at base (a remote file fetches more of its head,
  * and base may move: nothing may point into it across this call). Free for a local file. */
 tm_status tm__map_need(tm__map *m, uint64_t end, tm_error *err);

@@ -15,19 +15,6 @@ static tm_status io_fail(tm_error *err, const char *what, int errnum)
                     TM_NO_OFFSET, "%s: %s", what, strerror(errnum));
 }
 
-uint64_t tm__env_bytes(const char *name, uint64_t dflt)
-{
-    const char *e = getenv(name);
-    char *end;
-    if (!e || !*e)
-        return dflt;
-    unsigned long long v = strtoull(e, &end, 10);
-    unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-    if (end == e || (shift && end[1]) || (!shift && *end) || v > (UINT64_MAX >> shift))
-        return dflt; /* not a number: the default, not "no limit" */
-    return (uint64_t)v << shift;
-}
-
 /* Enough of the first bytes to tell a model from anything else (file.c's recognisers). */
 #define SNIFF_BYTES 16u
 
