@@ -71,9 +71,6 @@ tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void 
 void tm__remote_close(tm__map *m);
 /* Bytes and requests fetched so far for this file. */
 void tm__remote_fetched(const tm__map *m, uint64_t *bytes, uint64_t *requests);
-/* file.c: whether the first n bytes could start a model this library reads (GGUF, safetensors,
- * an index): the stream reader stops on a false. */
-bool tm__looks_like_model(const uint8_t *p, uint64_t n);
 void tm__map_close(tm__map *m);
 
 /* ---- the bounds-checked cursor every parser reads through ---- */
@@ -120,8 +117,16 @@ struct tm_file {
  * belongs to a set may replace maps[0] by the set's shards (shard.c). */
 tm_status tm__gguf_parse(tm_file *f, unsigned flags, tm_error *err);
 tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err);
-/* True when the bytes look like a safetensors file (u64 length then '{'). */
+
+/* ---- sniff.c: a model by its first bytes ---- */
+
+/* Whether the first n bytes could start a model this library reads (GGUF, safetensors, an
+ * index): the opener hands it to the byte source, whose stream reader stops on a false. */
+bool tm__looks_like_model(const uint8_t *p, uint64_t n);
+/* True when the bytes look like a safetensors file (u64 length then '{') or index ('{'). */
 bool tm__safetensors_sniff(const uint8_t *p, uint64_t size);
+/* True when they look like a safetensors file (u64 length then '{'). */
+bool tm__safetensors_looks_like_file(const uint8_t *p, uint64_t size);
 
 /* safetensors.c: the dtype name the format spells for a type ("BF16"), NULL when it has none. */
 const char *tm__st_dtype_name(tm_type type);

@@ -19,11 +19,6 @@ static void show_magic(char *buf, size_t cap, const uint8_t *p, uint64_t n)
     }
 }
 
-bool tm__looks_like_model(const uint8_t *p, uint64_t n)
-{
-    return (n >= 4 && memcmp(p, "GGUF", 4) == 0) || tm__safetensors_sniff(p, n);
-}
-
 /* maps[0] is set: walk it with the parser its first bytes call for, then index it. */
 static tm_status parse(tm_file *f, unsigned flags, tm_error *err)
 {

@@ -99,29 +99,6 @@ static tm_status st_keep(tm_file *f, json_t *root, tm_error *err)
     return TM_OK;
 }
 
-static bool is_json_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-/* A safetensors file: a length, then '{' (the length is checked by the parse, so that a bad one
- * gets its own message rather than "not a model"). */
-static bool looks_like_file(const uint8_t *p, uint64_t size)
-{
-    return size >= 9 && p[8] == '{' && tm__load_le(p, 8) >= 2;
-}
-
-/* A JSON object (the index): '{' after optional whitespace. */
-static bool looks_like_index(const uint8_t *p, uint64_t size)
-{
-    uint64_t i = 0;
-    while (i < size && i < 4096 && is_json_space(p[i]))
-        i++;
-    return i < size && p[i] == '{';
-}
-
-bool tm__safetensors_sniff(const uint8_t *p, uint64_t size)
-{
-    return looks_like_file(p, size) || looks_like_index(p, size);
-}
-
 /* ---- one safetensors image ---------------------------------------------------------------- */
 
 /* Where a refusal points and what it names. */
@@ -345,7 +322,7 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
                         "starts with an 8-byte header length", what, (unsigned long long)m->size);
     /* A shard is named by an index, and may be a link to any file at all (/etc/passwd): its
      * first bytes are not quoted, not even as a header length, unless they start a header. */
-    if (what[0] && !looks_like_file(m->base, m->size))
+    if (what[0] && !tm__safetensors_looks_like_file(m->base, m->size))
         return tm__fail(err, TM_NOT_MODEL, 0, "%snot a safetensors file (no header length "
                         "followed by '{')", what);
     uint64_t n = tm__load_le(m->base, 8);
@@ -641,7 +618,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
     tm__map *m0 = &f->maps[0];
     tm_status s = TM_OK;
     f->layout.n_shards = 1;
-    const bool is_file = looks_like_file(m0->base, m0->size);
+    const bool is_file = tm__safetensors_looks_like_file(m0->base, m0->size);
     /* A shard opened with TM_OPEN_ALL_SHARDS brings its checkpoint in through the sibling
      * index; a file with no index beside it is a checkpoint of its own. */
     char *index_path = NULL;
