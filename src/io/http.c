@@ -3,49 +3,21 @@
  * kept in memory for the walkers; tensor bytes are fetched into the caller's buffer, in several
  * ranges at once for large reads. Every response is checked against the first one (size, ETag
  * or Last-Modified), so a file replaced on the server is refused rather than mixed. */
-#include "../common/internal.h"
+#include "source.h"
 
 #include <stdlib.h>
 #include <strings.h>
-
-bool tm__is_url(const char *path)
-{
-    return strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0 ||
-           strncmp(path, "hf:", 3) == 0;
-}
 
 #ifndef TM_HAVE_CURL
 
 bool tm_remote_supported(void) { return false; }
 
-tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err)
+tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth, tm_error *err)
 {
-    (void)m, (void)url;
+    (void)s, (void)show_url, (void)auth;
     return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET,
                     "this tensormap was built without libcurl, so it cannot read URLs "
                     "(install libcurl4-openssl-dev and rebuild)");
-}
-
-/* Unreachable without a remote map; defined so that map.c needs no #ifdef. */
-tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err)
-{
-    (void)m, (void)end;
-    return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET, "built without libcurl");
-}
-
-tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
-                          tm_error *err)
-{
-    (void)m, (void)offset, (void)len, (void)buf;
-    return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET, "built without libcurl");
-}
-
-void tm__remote_close(tm__map *m) { (void)m; }
-
-void tm__remote_fetched(const tm__map *m, uint64_t *bytes, uint64_t *requests)
-{
-    (void)m;
-    *bytes = *requests = 0;
 }
 
 #else /* TM_HAVE_CURL */
@@ -57,7 +29,6 @@ void tm__remote_fetched(const tm__map *m, uint64_t *bytes, uint64_t *requests)
 #define DEFAULT_CHUNK (2ull << 20)
 #define MIN_CHUNK (4ull << 10)
 #define DEFAULT_HEAD_LIMIT (256ull << 20)
-#define DEFAULT_HF_ENDPOINT "https://huggingface.co"
 /* Reads of at least 2 x PIECE_MIN bytes go out as up to PARALLEL ranges at once. */
 #define PARALLEL 4
 #define PIECE_MIN (4ull << 20)
@@ -65,12 +36,12 @@ void tm__remote_fetched(const tm__map *m, uint64_t *bytes, uint64_t *requests)
  * doubling. */
 #define ATTEMPTS 4
 
-struct tm__remote {
+typedef struct remote {
     char *shown;                 /* "URL: " for an hf: path (the URL it resolved to), else "":
                                   * what messages start with (the caller names the path) */
     char *target;                /* where range requests go: the URL after its redirects */
-    char *auth_host;             /* the host HF_TOKEN is for (HF_ENDPOINT's), or NULL */
-    struct curl_slist *auth;     /* "Authorization: Bearer $HF_TOKEN", or NULL */
+    char *auth_host;             /* the host and port auth is for, or NULL */
+    struct curl_slist *auth;     /* the caller's header ("Authorization: Bearer ..."), or NULL */
     char etag[256];              /* the first response's ETag ("" when none) */
     char modified[128];          /* and Last-Modified */
     bool ranges;                 /* the server answered a range with 206 */
@@ -79,7 +50,7 @@ struct tm__remote {
     pthread_mutex_t lock;        /* one request (or one parallel read) at a time */
     CURL *easy[PARALLEL];        /* kept open between requests: their connections are reused */
     uint64_t bytes, requests;
-};
+} remote;
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_status;
@@ -233,7 +204,7 @@ static void pause_before(int attempt)
 }
 
 /* Why a transfer failed, in words (curl's own, which name the host, the certificate problem). */
-static tm_status transport_fail(const tm__remote *r, CURLcode rc, const transfer *t, int attempts,
+static tm_status transport_fail(const remote *r, CURLcode rc, const transfer *t, int attempts,
                                 tm_error *err)
 {
     const char *detail = t->error[0] ? t->error : curl_easy_strerror(rc);
@@ -251,7 +222,7 @@ static tm_status transport_fail(const tm__remote *r, CURLcode rc, const transfer
     return tm__fail(err, TM_IO, TM_NO_OFFSET, "%s%s%s%s", r->shown, what, detail, tries);
 }
 
-static tm_status status_fail(const tm__remote *r, long code, int attempts, tm_error *err)
+static tm_status status_fail(const remote *r, long code, int attempts, tm_error *err)
 {
     char tries[48] = "";
     if (attempts > 1)
@@ -260,7 +231,7 @@ static tm_status status_fail(const tm__remote *r, long code, int attempts, tm_er
         return tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "%sHTTP %ld: no such file on the server",
                         r->shown, code);
     if (code == 401 || code == 403) {
-        const bool token = getenv("HF_TOKEN") && *getenv("HF_TOKEN");
+        const bool token = r->auth != NULL;
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sHTTP %ld: %s", r->shown, code,
                         token ? "access refused with the token in HF_TOKEN (is it one with "
                                 "access to this repository?)"
@@ -270,7 +241,7 @@ static tm_status status_fail(const tm__remote *r, long code, int attempts, tm_er
     return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sHTTP %ld%s", r->shown, code, tries);
 }
 
-static tm_status changed(const tm__remote *r, const char *what, tm_error *err)
+static tm_status changed(const remote *r, const char *what, tm_error *err)
 {
     return tm__fail(err, TM_IO, TM_NO_OFFSET,
                     "%sthe file changed on the server while it was being read (%s); open it "
@@ -280,7 +251,7 @@ static tm_status changed(const tm__remote *r, const char *what, tm_error *err)
 /* GET bytes [off, off + len) of url into dst with easy handle e, retrying transient failures.
  * On success *t holds the response (t->got bytes at dst) and *code its status; the caller
  * judges it. *bytes grows by what came over the wire, *requests by the requests made. */
-static tm_status get(const tm__remote *r, CURL *e, const char *url, uint64_t off, uint64_t len,
+static tm_status get(const remote *r, CURL *e, const char *url, uint64_t off, uint64_t len,
                      uint8_t *dst, transfer *t, long *code, uint64_t *bytes, uint64_t *requests,
                      tm_error *err)
 {
@@ -322,12 +293,12 @@ static tm_status get(const tm__remote *r, CURL *e, const char *url, uint64_t off
 }
 
 /* Whether a response is of the same file as the first one. */
-static tm_status same_file(const tm__remote *r, const tm__map *m, const transfer *t,
+static tm_status same_file(const remote *r, const tm__source *s, const transfer *t,
                            tm_error *err)
 {
     char what[400];
-    if (t->has_total && t->total != m->size) {
-        snprintf(what, sizeof what, "%llu bytes, then %llu", (unsigned long long)m->size,
+    if (t->has_total && t->total != s->size) {
+        snprintf(what, sizeof what, "%llu bytes, then %llu", (unsigned long long)s->size,
                  (unsigned long long)t->total);
         return changed(r, what, err);
     }
@@ -350,7 +321,7 @@ static tm_status same_file(const tm__remote *r, const tm__map *m, const transfer
 
 /* Bytes [off, off + len) of the file (inside its size) into dst over handle e, as many
  * requests as the server needs to send them all. */
-static tm_status read_range(tm__remote *r, const tm__map *m, CURL *e, uint64_t off, uint64_t len,
+static tm_status read_range(remote *r, const tm__source *s, CURL *e, uint64_t off, uint64_t len,
                             uint8_t *dst, uint64_t *bytes, uint64_t *requests, tm_error *err)
 {
     while (len > 0) {
@@ -367,7 +338,7 @@ static tm_status read_range(tm__remote *r, const tm__map *m, CURL *e, uint64_t o
                             r->shown, (unsigned long long)off, (unsigned long long)(off + len - 1));
         if (code == 416)
             return changed(r, "a range inside the file is no longer satisfiable", err);
-        if ((st = same_file(r, m, &t, err)) != TM_OK)
+        if ((st = same_file(r, s, &t, err)) != TM_OK)
             return st;
         if (!t.has_range || t.range_first != off || t.got == 0 ||
             t.got != t.range_last - t.range_first + 1)
@@ -387,8 +358,8 @@ static tm_status read_range(tm__remote *r, const tm__map *m, CURL *e, uint64_t o
 /* ---- parallel reads ------------------------------------------------------------------------ */
 
 typedef struct piece {
-    tm__remote *r;
-    const tm__map *m;
+    remote *r;
+    const tm__source *s;
     CURL *e;
     uint64_t off, len;
     uint8_t *dst;
@@ -400,13 +371,13 @@ typedef struct piece {
 static void *read_piece(void *arg)
 {
     piece *p = arg;
-    p->st = read_range(p->r, p->m, p->e, p->off, p->len, p->dst, &p->bytes, &p->requests,
+    p->st = read_range(p->r, p->s, p->e, p->off, p->len, p->dst, &p->bytes, &p->requests,
                        &p->err);
     return NULL;
 }
 
 /* With r->lock held: [off, off + len) into dst, in up to PARALLEL ranges at once. */
-static tm_status read_locked(tm__remote *r, const tm__map *m, uint64_t off, uint64_t len,
+static tm_status read_locked(remote *r, const tm__source *s, uint64_t off, uint64_t len,
                              uint8_t *dst, tm_error *err)
 {
     uint64_t n = len / PIECE_MIN;
@@ -416,7 +387,7 @@ static tm_status read_locked(tm__remote *r, const tm__map *m, uint64_t off, uint
     bool started[PARALLEL] = {false};
     const uint64_t each = len / n;
     for (uint64_t i = 0; i < n; i++) {
-        ps[i] = (piece){.r = r, .m = m, .e = r->easy[i], .off = off + i * each,
+        ps[i] = (piece){.r = r, .s = s, .e = r->easy[i], .off = off + i * each,
                         .len = i + 1 < n ? each : len - i * each, .dst = dst + i * each};
         if (!ps[i].e && !(ps[i].e = r->easy[i] = new_easy()))
             ps[i].st = tm__fail(&ps[i].err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
@@ -440,10 +411,10 @@ static tm_status read_locked(tm__remote *r, const tm__map *m, uint64_t off, uint
     return st;
 }
 
-tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
-                          tm_error *err)
+static tm_status http_read(const tm__source *s, uint64_t offset, uint64_t len, void *buf,
+                           tm_error *err)
 {
-    tm__remote *r = m->remote;
+    remote *r = s->impl;
     if (len == 0)
         return TM_OK;
     if (!r->ranges)
@@ -452,92 +423,29 @@ tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void 
                         "the whole file), so reading tensor data would download the file from "
                         "its start; download it and open the local copy", r->shown);
     pthread_mutex_lock(&r->lock);
-    tm_status st = read_locked(r, m, offset, len, buf, err);
+    tm_status st = read_locked(r, s, offset, len, buf, err);
     pthread_mutex_unlock(&r->lock);
     return st;
 }
 
 /* ---- the head ------------------------------------------------------------------------------ */
 
-/* hf:OWNER/REPO/FILE[@REVISION] -> $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (REVISION
- * percent-encoded whole, as the Hub does for refs/pr/1; FILE keeps its slashes). */
-static char *append_encoded(char *o, const char *s, size_t n, bool keep_slash)
+/* The caller's header, for the host and port of its origin. */
+static tm_status set_auth(remote *r, const tm__http_auth *auth, tm_error *err)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    for (size_t i = 0; i < n; i++) {
-        const unsigned char c = (unsigned char)s[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-            *o++ = (char)c;
-        } else {
-            *o++ = '%';
-            *o++ = hex[c >> 4];
-            *o++ = hex[c & 15];
-        }
-    }
-    return o;
-}
-
-static tm_status resolve_hf(const char *spec, char **out, tm_error *err)
-{
-    const char *owner = spec + 3;
-    const char *s1 = strchr(owner, '/');
-    const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
-    const char *file = s2 ? s2 + 1 : NULL;
-    const char *at = file ? strchr(file, '@') : NULL;
-    const char *file_end = at ? at : file ? file + strlen(file) : NULL;
-    if (!file || s1 == owner || s2 == s1 + 1 || file_end == file || file_end[-1] == '/' ||
-        (at && !at[1]))
-        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                        "a Hugging Face path is hf:OWNER/REPO/FILE or "
-                        "hf:OWNER/REPO/FILE@REVISION");
-    const char *endpoint = getenv("HF_ENDPOINT");
-    if (!endpoint || !*endpoint)
-        endpoint = DEFAULT_HF_ENDPOINT;
-    size_t ep_len = strlen(endpoint);
-    while (ep_len > 0 && endpoint[ep_len - 1] == '/')
-        ep_len--;
-    const char *rev = at ? at + 1 : "main";
-    char *url = malloc(ep_len + 3 * strlen(spec) + 32);
-    if (!url)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-    char *o = url + ep_len;
-    memcpy(url, endpoint, ep_len);
-    *o++ = '/';
-    o = append_encoded(o, owner, (size_t)(s2 - owner), true);
-    memcpy(o, "/resolve/", 9);
-    o = append_encoded(o + 9, rev, strlen(rev), false);
-    *o++ = '/';
-    o = append_encoded(o, file, (size_t)(file_end - file), true);
-    *o = '\0';
-    *out = url;
-    return TM_OK;
-}
-
-/* The Authorization header for HF_TOKEN, and the host it is for. */
-static tm_status set_auth(tm__remote *r, tm_error *err)
-{
-    const char *token = getenv("HF_TOKEN");
-    if (!token || !*token)
+    if (!auth)
         return TM_OK;
-    const char *endpoint = getenv("HF_ENDPOINT");
-    r->auth_host = url_host(endpoint && *endpoint ? endpoint : DEFAULT_HF_ENDPOINT);
-    size_t cap = strlen(token) + 32;
-    char *line = malloc(cap);
-    if (line) {
-        snprintf(line, cap, "Authorization: Bearer %s", token);
-        r->auth = curl_slist_append(NULL, line);
-        free(line);
-    }
+    r->auth_host = url_host(auth->origin);
+    r->auth = curl_slist_append(NULL, auth->header);
     if (!r->auth_host || !r->auth)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     return TM_OK;
 }
 
 /* The first request: the file's first chunk, its size, and what identifies this version. */
-static tm_status fetch_first(tm__map *m, const char *url, tm_error *err)
+static tm_status fetch_first(tm__source *s, const char *url, tm_error *err)
 {
-    tm__remote *r = m->remote;
+    remote *r = s->impl;
     r->head = malloc((size_t)r->chunk);
     if (!r->head)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
@@ -555,7 +463,7 @@ static tm_status fetch_first(tm__map *m, const char *url, tm_error *err)
         return tm__fail(err, TM_IO, TM_NO_OFFSET,
                         "%sthe server did not say how long the file is (HTTP %ld without "
                         "Content-Range or Content-Length)", r->shown, code);
-    m->size = t.total;
+    s->size = t.total;
     r->ranges = code == 206;
     snprintf(r->etag, sizeof r->etag, "%s", t.etag);
     snprintf(r->modified, sizeof r->modified, "%s", t.modified);
@@ -571,88 +479,43 @@ static tm_status fetch_first(tm__map *m, const char *url, tm_error *err)
                         (unsigned long long)t.range_first, (unsigned long long)t.range_last,
                         (unsigned long long)t.got);
     }
-    if (t.got < (m->size < r->chunk ? m->size : r->chunk))
+    if (t.got < (s->size < r->chunk ? s->size : r->chunk))
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sthe server sent %llu of the first %llu "
                         "bytes", r->shown, (unsigned long long)t.got,
-                        (unsigned long long)(m->size < r->chunk ? m->size : r->chunk));
-    m->avail = t.got;
-    m->base = r->head;
+                        (unsigned long long)(s->size < r->chunk ? s->size : r->chunk));
+    s->avail = t.got;
+    s->base = r->head;
     return TM_OK;
 }
 
-tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err)
+static tm_status http_need(tm__source *s, uint64_t end, tm_error *err)
 {
-    memset(m, 0, sizeof *m);
-    pthread_once(&curl_once, init_curl);
-    if (curl_init_status != CURLE_OK)
-        return tm__fail(err, TM_IO, TM_NO_OFFSET, "libcurl failed to start: %s",
-                        curl_easy_strerror(curl_init_status));
-    tm__remote *r = calloc(1, sizeof *r);
-    if (!r)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-    pthread_mutex_init(&r->lock, NULL);
-    m->kind = TM__MAP_REMOTE;
-    m->remote = r;
-    r->chunk = tm__env_bytes("TM_HTTP_CHUNK", DEFAULT_CHUNK);
-    if (r->chunk < MIN_CHUNK)
-        r->chunk = MIN_CHUNK;
-    r->head_limit = tm__env_bytes("TM_HTTP_HEAD_LIMIT", DEFAULT_HEAD_LIMIT);
-    const bool hf = strncmp(url, "hf:", 3) == 0;
-    tm_status st = hf ? resolve_hf(url, &m->path, err)
-                   : (m->path = strdup(url)) != NULL
-                       ? TM_OK
-                       : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-    if (st == TM_OK) {
-        char shown[300] = "";
-        if (hf)
-            tm__quote(shown, sizeof shown - 2, m->path, strlen(m->path));
-        if (hf)
-            strcat(shown, ": ");
-        if (!(r->shown = strdup(shown)))
-            st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-    }
-    if (st == TM_OK)
-        st = set_auth(r, err);
-    if (st == TM_OK && !(r->easy[0] = new_easy()))
-        st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-    if (st == TM_OK)
-        st = fetch_first(m, m->path, err);
-    if (st != TM_OK) {
-        tm__remote_close(m);
-        free(m->path);
-        memset(m, 0, sizeof *m);
-    }
-    return st;
-}
-
-tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err)
-{
-    tm__remote *r = m->remote;
+    remote *r = s->impl;
     /* Whole chunks past what the walk asked for, so that the next few fields come along; in
      * steps of half the head once it is large, so that a huge header is not walked again
      * once per chunk. */
-    const uint64_t step = m->avail < 16 * r->chunk ? r->chunk : m->avail / 2;
-    uint64_t want = end > m->avail + step ? end : m->avail + step;
-    if (!r->ranges && want < 2 * m->avail)
-        want = 2 * m->avail; /* each step starts again from byte 0: double */
-    if (want > m->size)
-        want = m->size;
+    const uint64_t step = s->avail < 16 * r->chunk ? r->chunk : s->avail / 2;
+    uint64_t want = end > s->avail + step ? end : s->avail + step;
+    if (!r->ranges && want < 2 * s->avail)
+        want = 2 * s->avail; /* each step starts again from byte 0: double */
+    if (want > s->size)
+        want = s->size;
     if (want > r->head_limit)
-        return tm__fail(err, TM_LIMIT, m->avail,
+        return tm__fail(err, TM_LIMIT, s->avail,
                         "%sthe header walk needs more than TM_HTTP_HEAD_LIMIT (%llu bytes) of "
                         "the file (it reached byte %llu and needs byte %llu); download it, or "
                         "raise the limit", r->shown, (unsigned long long)r->head_limit,
-                        (unsigned long long)m->avail, (unsigned long long)end);
+                        (unsigned long long)s->avail, (unsigned long long)end);
     uint8_t *head = realloc(r->head, (size_t)want);
     if (!head)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %llu bytes of header",
                         (unsigned long long)want);
     r->head = head;
-    m->base = head;
+    s->base = head;
     pthread_mutex_lock(&r->lock);
     tm_status st;
     if (r->ranges) {
-        st = read_locked(r, m, m->avail, want - m->avail, head + m->avail, err);
+        st = read_locked(r, s, s->avail, want - s->avail, head + s->avail, err);
     } else {
         /* The server sends the whole file each time: read its start again, as far as needed,
          * and stop there. */
@@ -661,21 +524,19 @@ tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err)
         st = get(r, r->easy[0], r->target, 0, want, head, &t, &code, &r->bytes, &r->requests,
                  err);
         if (st == TM_OK)
-            st = same_file(r, m, &t, err);
+            st = same_file(r, s, &t, err);
         if (st == TM_OK && t.got != want)
             st = changed(r, "it ended sooner", err);
     }
     pthread_mutex_unlock(&r->lock);
     if (st == TM_OK)
-        m->avail = want;
+        s->avail = want;
     return st;
 }
 
-void tm__remote_close(tm__map *m)
+static void http_close(tm__source *s)
 {
-    tm__remote *r = m->remote;
-    if (!r)
-        return;
+    remote *r = s->impl;
     for (int i = 0; i < PARALLEL; i++)
         if (r->easy[i])
             curl_easy_cleanup(r->easy[i]);
@@ -686,17 +547,56 @@ void tm__remote_close(tm__map *m)
     free(r->auth_host);
     free(r->shown);
     free(r);
-    m->remote = NULL;
-    m->base = NULL;
+    s->impl = NULL;
+    s->base = NULL;
 }
 
-void tm__remote_fetched(const tm__map *m, uint64_t *bytes, uint64_t *requests)
+static void http_fetched(const tm__source *s, uint64_t *bytes, uint64_t *requests)
 {
-    tm__remote *r = m->remote;
+    remote *r = s->impl;
     pthread_mutex_lock(&r->lock);
     *bytes = r->bytes;
     *requests = r->requests;
     pthread_mutex_unlock(&r->lock);
+}
+
+static const tm__source_ops http_ops = {
+    .need = http_need, .read = http_read, .close = http_close, .fetched = http_fetched};
+
+tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth, tm_error *err)
+{
+    pthread_once(&curl_once, init_curl);
+    if (curl_init_status != CURLE_OK)
+        return tm__fail(err, TM_IO, TM_NO_OFFSET, "libcurl failed to start: %s",
+                        curl_easy_strerror(curl_init_status));
+    remote *r = calloc(1, sizeof *r);
+    if (!r)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+    pthread_mutex_init(&r->lock, NULL);
+    s->impl = r;
+    r->chunk = tm__env_bytes("TM_HTTP_CHUNK", DEFAULT_CHUNK);
+    if (r->chunk < MIN_CHUNK)
+        r->chunk = MIN_CHUNK;
+    r->head_limit = tm__env_bytes("TM_HTTP_HEAD_LIMIT", DEFAULT_HEAD_LIMIT);
+    char shown[300] = "";
+    if (show_url) {
+        tm__quote(shown, sizeof shown - 2, s->path, strlen(s->path));
+        strcat(shown, ": ");
+    }
+    tm_status st = (r->shown = strdup(shown)) ? TM_OK
+                   : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+    if (st == TM_OK)
+        st = set_auth(r, auth, err);
+    if (st == TM_OK && !(r->easy[0] = new_easy()))
+        st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+    if (st == TM_OK)
+        st = fetch_first(s, s->path, err);
+    if (st != TM_OK) {
+        http_close(s);
+        return st;
+    }
+    s->ops = &http_ops;
+    return TM_OK;
 }
 
 #endif /* TM_HAVE_CURL */

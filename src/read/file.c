@@ -1,5 +1,5 @@
-/* Opening and closing: get the bytes (map.c), recognise the format, walk it, index it. Plus the
- * getters for the layout and the tensors. */
+/* Opening and closing: get the bytes (io/source.c), recognise the format, walk it, index it.
+ * Plus the getters for the layout and the tensors. */
 #include "../common/internal.h"
 
 #include <stdio.h>
@@ -101,7 +101,8 @@ tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;
-    tm_status st = tm__map_open(&f->maps[0], path, flags, err);
+    const tm__source_opts o = {.flags = flags, .accept = tm__looks_like_model};
+    tm_status st = tm__source_open(&f->maps[0], path, &o, err);
     if (st != TM_OK) {
         tm_close(f);
         return st;
@@ -122,7 +123,7 @@ tm_status tm_open_buffer(const void *buf, size_t len, unsigned flags, tm_file **
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;
-    f->maps[0] = (tm__map){.base = buf, .size = len, .avail = len, .kind = TM__MAP_BORROWED};
+    tm__source_buffer(&f->maps[0], buf, len);
     return finish_open(f, flags, out, err);
 }
 
@@ -138,7 +139,7 @@ void tm_close(tm_file *f)
     free(f->tensors);
     const uint32_t n_maps = f->layout.n_shards ? f->layout.n_shards : 1;
     for (uint32_t i = 0; f->maps && i < n_maps; i++)
-        tm__map_close(&f->maps[i]);
+        tm__source_close(&f->maps[i]);
     free(f->maps);
     free(f->shard_layouts);
     free(f);
@@ -153,7 +154,7 @@ uint64_t tm_file_bytes_size(const tm_file *f) { return f ? f->maps[0].avail : 0;
 bool tm_file_is_remote(const tm_file *f)
 {
     for (uint32_t i = 0; f && i < f->layout.n_shards; i++)
-        if (f->maps[i].kind == TM__MAP_REMOTE)
+        if (tm__source_is_remote(&f->maps[i]))
             return true;
     return false;
 }
@@ -162,9 +163,8 @@ void tm_file_fetched(const tm_file *f, uint64_t *bytes, uint64_t *requests)
 {
     uint64_t b = f ? f->fetched_bytes : 0, r = f ? f->fetched_requests : 0;
     for (uint32_t i = 0; f && i < f->layout.n_shards; i++) {
-        uint64_t mb = 0, mr = 0;
-        if (f->maps[i].kind == TM__MAP_REMOTE)
-            tm__remote_fetched(&f->maps[i], &mb, &mr);
+        uint64_t mb, mr;
+        tm__source_fetched(&f->maps[i], &mb, &mr);
         b += mb;
         r += mr;
     }

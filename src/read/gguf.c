@@ -545,7 +545,7 @@ static tm_status walk_entries(walk *w, image *img)
 
 /* Walk the bytes of one GGUF image available so far (shard number shard of its set) into img;
  * *want says how far a read that ran out of them needed to go. */
-static tm_status walk_once(const tm__map *m, uint32_t shard, image *img, uint64_t *want,
+static tm_status walk_once(const tm__source *m, uint32_t shard, image *img, uint64_t *want,
                            tm_error *err)
 {
     tm_layout *L = &img->lay;
@@ -594,8 +594,9 @@ static tm_status walk_once(const tm__map *m, uint32_t shard, image *img, uint64_
     TRY(check_overlap(&w, img));
     for (uint64_t i = 0; i < L->n_tensors; i++) {
         tm_tensor *t = &img->tensors[i];
-        /* inside the file (check_bounds said so); a remote file's bytes are fetched instead */
-        t->data = m->kind == TM__MAP_REMOTE ? NULL : m->base + start + t->offset;
+        /* inside the file (check_bounds said so); NULL when the source cannot view them (a
+         * remote file's are fetched instead) */
+        t->data = tm__source_view(m, start + t->offset, t->n_bytes);
         t->shard = shard;
         if (t->offset + t->n_bytes > L->tensors_end)
             L->tensors_end = t->offset + t->n_bytes;
@@ -613,7 +614,7 @@ static void image_free(image *img)
 /* Walk one GGUF image into img. A remote file's walk that runs out of the head fetched so far
  * (and not out of the file) fetches as far as it needed and walks again: the checks are the
  * same as for a local file, and so are the messages once the whole file is there. */
-static tm_status walk_image(tm__map *m, uint32_t shard, image *img, tm_error *err)
+static tm_status walk_image(tm__source *m, uint32_t shard, image *img, tm_error *err)
 {
     for (;;) {
         uint64_t want = 0;
@@ -621,7 +622,7 @@ static tm_status walk_image(tm__map *m, uint32_t shard, image *img, tm_error *er
         if (st != TM_TRUNCATED || want <= m->avail || m->avail >= m->size)
             return st;
         image_free(img);
-        TRY(tm__map_need(m, want, err));
+        TRY(tm__source_need(m, want, err));
     }
 }
 

@@ -316,7 +316,7 @@ static tm_status json_fail(tm_error *err, const json_error_t *je, uint64_t base,
 static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_t *seen,
                              tm_layout *lay, tm_error *err)
 {
-    tm__map *m = &f->maps[shard];
+    tm__source *m = &f->maps[shard];
     if (m->size < 8)
         return tm__fail(err, TM_TRUNCATED, 0, "%sthe file is %llu bytes; a safetensors file "
                         "starts with an 8-byte header length", what, (unsigned long long)m->size);
@@ -333,7 +333,7 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
         return tm__fail(err, TM_TRUNCATED, 0, "%sheader length %llu at byte 0 runs past the end "
                         "of the file (%llu bytes)", what, (unsigned long long)n,
                         (unsigned long long)m->size);
-    tm_status s = tm__map_need(m, 8 + n, err); /* a remote file's head: fetch the header */
+    tm_status s = tm__source_need(m, 8 + n, err); /* a remote file's head: fetch the header */
     if (s != TM_OK)
         return s;
     if (n == 0 || m->base[8] != '{')
@@ -390,7 +390,7 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
             goto out;
         }
         e->t.offset = e->begin;
-        e->t.data = m->kind == TM__MAP_REMOTE ? NULL : m->base + data_start + e->begin;
+        e->t.data = tm__source_view(m, data_start + e->begin, e->end - e->begin);
         e->t.info_offset = 8; /* the header's offset: finding the entry's own costs a search */
         e->t.shard = shard;
         at = e->end;
@@ -584,7 +584,7 @@ out:
 }
 
 /* An index's JSON (bounded like a header: a weight map of 100 MB would be absurd). */
-static tm_status parse_index_json(tm__map *m, const char *label, json_t **out, tm_error *err)
+static tm_status parse_index_json(tm__source *m, const char *label, json_t **out, tm_error *err)
 {
     json_error_t je;
     char what[300];
@@ -592,7 +592,7 @@ static tm_status parse_index_json(tm__map *m, const char *label, json_t **out, t
     if (m->size > TM_SAFETENSORS_MAX_HEADER)
         return tm__fail(err, TM_LIMIT, 0, "%s: a safetensors index of %llu bytes is over the "
                         "limit of %u", label, (unsigned long long)m->size, TM_SAFETENSORS_MAX_HEADER);
-    tm_status s = tm__map_need(m, m->size, err); /* a remote index: all of it */
+    tm_status s = tm__source_need(m, m->size, err); /* a remote index: all of it */
     if (s != TM_OK)
         return s;
     *out = json_loadb((const char *)m->base, (size_t)m->size, JSON_REJECT_DUPLICATES, &je);
@@ -604,18 +604,18 @@ static tm_status parse_index_json(tm__map *m, const char *label, json_t **out, t
 /* The sibling model.safetensors.index.json of a shard, parsed. */
 static tm_status load_index(const char *path, unsigned flags, json_t **out, tm_error *err)
 {
-    tm__map m = {0};
+    tm__source m = {0};
     tm_status s = tm__shard_map(&m, path, flags, err);
     if (s != TM_OK)
         return s;
     s = parse_index_json(&m, path, out, err);
-    tm__map_close(&m);
+    tm__source_close(&m);
     return s;
 }
 
 tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
 {
-    tm__map *m0 = &f->maps[0];
+    tm__source *m0 = &f->maps[0];
     tm_status s = TM_OK;
     f->layout.n_shards = 1;
     const bool is_file = tm__safetensors_looks_like_file(m0->base, m0->size);
@@ -623,7 +623,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
      * index; a file with no index beside it is a checkpoint of its own. */
     char *index_path = NULL;
     if (is_file && (flags & TM_OPEN_ALL_SHARDS) && tm__shard_has_dir(m0) &&
-        m0->kind != TM__MAP_REMOTE) { /* a remote shard opens alone: name its index instead */
+        !tm__source_is_remote(m0)) { /* a remote shard opens alone: name its index instead */
         index_path = tm__shard_sibling(m0->path, ST_INDEX_NAME);
         if (!index_path)
             return no_memory(err);

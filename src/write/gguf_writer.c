@@ -8,10 +8,8 @@
 #include "../common/internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -25,7 +23,7 @@ typedef struct buf {
 typedef struct wtensor {
     const void *data;     /* NULL: a hole */
     uint64_t offset, n_bytes;
-    const tm__map *src;   /* the mapping data lies in, when taken from an open file */
+    const tm__source *src; /* the source data lies in, when taken from an open file */
     uint64_t src_offset;  /* data's offset in src's file */
 } wtensor;
 
@@ -685,29 +683,19 @@ static bool pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t at)
  * inode, size and modification time. Otherwise, or where the kernel cannot copy between the two
  * files, the mapping's bytes (what the reader saw) are written. */
 typedef struct source {
-    const tm__map *map; /* the mapping fd belongs to */
+    const tm__source *map; /* the source fd belongs to */
     int fd;             /* -1: write from the mapping */
     bool no_copy;       /* copy_file_range is not possible here: write from the mappings */
 } source;
 
-static int source_fd(source *s, const tm__map *m)
+static int source_fd(source *s, const tm__source *m)
 {
     if (s->map == m || s->no_copy)
         return s->no_copy ? -1 : s->fd;
     if (s->fd >= 0)
         close(s->fd);
     s->map = m;
-    s->fd = -1;
-    if (!m || m->kind != TM__MAP_MMAP || !m->path)
-        return -1;
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == m->dev && sb.st_ino == m->ino &&
-        (uint64_t)sb.st_size == m->size && sb.st_mtim.tv_sec == m->mtime.tv_sec &&
-        sb.st_mtim.tv_nsec == m->mtime.tv_nsec)
-        s->fd = fd;
-    else if (fd >= 0)
-        close(fd);
+    s->fd = m ? tm__source_reopen(m) : -1;
     return s->fd;
 }
 
