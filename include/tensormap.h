@@ -223,9 +223,10 @@ TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_err
 /* Remote files. When the library is built with libcurl (tm_remote_supported), tm_open takes
  * "http://..." and "https://..." URLs and "hf:OWNER/REPO/FILE[@REVISION]", which is
  * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (HF_ENDPOINT defaults to https://huggingface.co,
- * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that host when HF_TOKEN is
- * set. The header is fetched by HTTP range requests and walked with the same checks as a local
- * file: a first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
+ * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that origin (its scheme,
+ * host and port: never over plain HTTP for an https endpoint) when HF_TOKEN is set. The
+ * header is fetched by HTTP range requests and walked with the same checks as a local file: a
+ * first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
  * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
  * default 256 MiB: TM_LIMIT beyond). A split GGUF set opens from its first shard's URL and a
  * safetensors checkpoint from its index's URL, the shards being found beside them.

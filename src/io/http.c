@@ -40,7 +40,7 @@ typedef struct remote {
     char *shown;                 /* "URL: " for an hf: path (the URL it resolved to), else "":
                                   * what messages start with (the caller names the path) */
     char *target;                /* where range requests go: the URL after its redirects */
-    char *auth_host;             /* the host and port auth is for, or NULL */
+    char *auth_origin;           /* "scheme://host:port" auth is for, or NULL */
     struct curl_slist *auth;     /* the caller's header ("Authorization: Bearer ..."), or NULL */
     char etag[256];              /* the first response's ETag ("" when none) */
     char modified[128];          /* and Last-Modified */
@@ -160,29 +160,35 @@ static CURL *new_easy(void)
     return e;
 }
 
-/* The host (and port) of a URL, malloc'd; NULL when it has none. */
-static char *url_host(const char *url)
+/* A URL's origin, "scheme://host:port" (the port spelled out when the URL leaves it to the
+ * scheme), malloc'd; NULL when it has none. */
+static char *url_origin(const char *url)
 {
     CURLU *u = curl_url();
-    char *host = NULL, *port = NULL, *out = NULL;
+    char *scheme = NULL, *host = NULL, *port = NULL, *out = NULL;
     if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
         curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
         curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-        size_t cap = strlen(host) + strlen(port) + 2;
+        size_t cap = strlen(scheme) + strlen(host) + strlen(port) + 5;
         if ((out = malloc(cap)) != NULL)
-            snprintf(out, cap, "%s:%s", host, port);
+            snprintf(out, cap, "%s://%s:%s", scheme, host, port);
     }
+    curl_free(scheme);
     curl_free(host);
     curl_free(port);
     curl_url_cleanup(u);
     return out;
 }
 
-static bool same_host(const char *url, const char *host)
+/* Whether url is of origin: the same scheme, host and port. A token for an https endpoint is
+ * not sent over plain HTTP to the same host and port (a redirect may lead there), nor to
+ * another port or host. */
+static bool same_origin(const char *url, const char *origin)
 {
-    char *h = host ? url_host(url) : NULL;
-    bool same = h && strcasecmp(h, host) == 0;
-    free(h);
+    char *o = origin ? url_origin(url) : NULL;
+    bool same = o && strcasecmp(o, origin) == 0;
+    free(o);
     return same;
 }
 
@@ -258,8 +264,8 @@ static tm_status get(const remote *r, CURL *e, const char *url, uint64_t off, ui
     char range[64];
     snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
              (unsigned long long)(off + len - 1));
-    /* the token goes to its own host only (libcurl keeps it from a redirect's other host) */
-    const bool auth = r->auth && same_host(url, r->auth_host);
+    /* the token goes to its own origin only (libcurl keeps it from a redirect's other host) */
+    const bool auth = r->auth && same_origin(url, r->auth_origin);
     for (int attempt = 0;; attempt++) {
         memset(t, 0, sizeof *t);
         t->dst = dst;
@@ -430,14 +436,14 @@ static tm_status http_read(const tm__source *s, uint64_t offset, uint64_t len, v
 
 /* ---- the head ------------------------------------------------------------------------------ */
 
-/* The caller's header, for the host and port of its origin. */
+/* The caller's header, for the scheme, host and port of its origin. */
 static tm_status set_auth(remote *r, const tm__http_auth *auth, tm_error *err)
 {
     if (!auth)
         return TM_OK;
-    r->auth_host = url_host(auth->origin);
+    r->auth_origin = url_origin(auth->origin);
     r->auth = curl_slist_append(NULL, auth->header);
-    if (!r->auth_host || !r->auth)
+    if (!r->auth_origin || !r->auth)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     return TM_OK;
 }
@@ -544,7 +550,7 @@ static void http_close(tm__source *s)
     pthread_mutex_destroy(&r->lock);
     free(r->head);
     free(r->target);
-    free(r->auth_host);
+    free(r->auth_origin);
     free(r->shown);
     free(r);
     s->impl = NULL;

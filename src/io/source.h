@@ -38,7 +38,7 @@ void tm__local_borrow(tm__source *s, const void *buf, uint64_t len);
  * header and the URL of the server it is for. */
 typedef struct tm__http_auth {
     const char *header; /* "Authorization: Bearer ..." */
-    const char *origin; /* sent only to requests for this URL's host and port */
+    const char *origin; /* sent only to requests for this URL's scheme, host and port */
 } tm__http_auth;
 tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth, tm_error *err);
 

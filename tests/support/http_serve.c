@@ -6,13 +6,17 @@
 
 #include <criterion/criterion.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,10 +126,78 @@ void clean_environment(void)
     static const char *const vars[] = {
         "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
         "no_proxy",   "NO_PROXY",    "HF_TOKEN",   "CURL_CA_BUNDLE", "SSL_CERT_FILE",
-        "SSL_CERT_DIR", "CURL_HOME", "TM_HTTP_CHUNK", "TM_HTTP_HEAD_LIMIT", "LD_PRELOAD"};
+        "SSL_CERT_DIR", "CURL_HOME", "TM_HTTP_CHUNK", "TM_HTTP_HEAD_LIMIT", "TM_HTTP_TIMEOUT",
+        "HF_ENDPOINT", "LD_PRELOAD"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     /* no curlrc either: libcurl does not read one, but say where HOME is */
     setenv("HOME", test_dir(), 1);
 }
 
+
+/* Ask the server to answer once no request is in progress. */
+static void quiet(const server *s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+    static const char req[] = "GET /_quiet HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    cr_assert_eq(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+    char buf[512];
+    size_t n = 0;
+    for (ssize_t got; n < sizeof buf - 1 && (got = read(fd, buf + n, sizeof buf - 1 - n)) > 0;)
+        n += (size_t)got;
+    buf[n] = '\0';
+    close(fd);
+    cr_assert(strstr(buf, " 200 ") && strstr(buf, "quiet"), "the server stayed busy: %s", buf);
+}
+
+size_t server_log_mark(const server *s)
+{
+    quiet(s);
+    struct stat st;
+    return stat(s->log, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+json_t *server_log_since(const server *s, size_t mark)
+{
+    quiet(s);
+    json_t *all = json_array();
+    struct stat st;
+    if (stat(s->log, &st) != 0)
+        return all;
+    size_t len;
+    char *text = read_all(s->log, &len);
+    cr_assert_leq(mark, len);
+    char *save = NULL;
+    for (char *line = strtok_r(text + mark, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        json_error_t e;
+        json_t *j = json_loads(line, 0, &e);
+        cr_assert_not_null(j, "a log line is not JSON (%s): %s", e.text, line);
+        json_array_append_new(all, j);
+    }
+    free(text);
+    return all;
+}
+
+char *server_make_cert(char cert[256], char key[256])
+{
+    if (system("command -v openssl >/dev/null 2>&1") != 0)
+        return why("the openssl command is missing (as root: apt-get install openssl); an "
+                   "HTTPS test needs it to make a certificate");
+    snprintf(cert, 256, "%s", test_path("cert.pem"));
+    snprintf(key, 256, "%s", test_path("key.pem"));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout '%s' -out '%s' -days 2 "
+             "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>&1",
+             key, cert);
+    int st;
+    char *out = shell_output(cmd, &st);
+    char *failed = st == 0 ? NULL : why("openssl failed: %s", out);
+    free(out);
+    return failed;
+}

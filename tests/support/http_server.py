@@ -5,10 +5,13 @@ standard library only, started and stopped by the tests.
     http_server.py --root DIR --port-file F [--log F] [--tls CERT KEY]
 
 Listens on 127.0.0.1 on a port the kernel chooses, and writes that port to F (whole, by a
-rename) once listening. With --tls it speaks HTTPS with CERT and KEY. Every request appends a
-JSON line to the log: method, path, host, range, authorization (or null), status and the body
-bytes actually written (a client that hangs up part-way is logged with what reached the socket
-until then). SIGTERM stops it, and so does the death of the process that started it.
+rename) once listening. With --tls it speaks HTTPS with CERT and KEY, and plain HTTP on the same
+port to a client that does not start a TLS handshake (so that a redirect from https:// to
+http:// on one host and port can be followed). Every request appends a JSON line to the log:
+method, path, host, range, authorization (or null), tls (whether it came over TLS), status and
+the body bytes actually written (a client that hangs up part-way is logged with what reached
+the socket until then). SIGTERM stops it, and so does the death of the process that started
+it.
 
 Routes (NAME may hold slashes; no component may be "." or ".."):
   /files/NAME          ROOT/NAME with Range: bytes=a-b, a-, -n -> 206 and Content-Range;
@@ -17,6 +20,8 @@ Routes (NAME may hold slashes; no component may be "." or ".."):
   /norange/NAME        the same file, Range ignored: always 200 and the whole body
   /redirect/NAME       302 to /files/NAME
   /redirect-host/NAME  302 to /files/NAME on the other loopback name (localhost <-> 127.0.0.1)
+  /redirect-plain/NAME 302 to http:// (plain, whatever the request came over) on the same host
+                       and port, /files/NAME
   /OWNER/REPO/resolve/REV/FILE
                        302 to /cdn/OWNER/REPO/REV/FILE, as the Hugging Face Hub redirects to
                        its CDN; a REPO starting "private" wants "Authorization: Bearer TOKEN"
@@ -118,6 +123,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "host": self.headers.get("Host"),
                 "range": self.headers.get("Range"),
                 "authorization": self.headers.get("Authorization"),
+                "tls": isinstance(self.connection, ssl.SSLSocket),
                 "status": self.status,
                 "bytes": self.sent,
             }
@@ -163,6 +169,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.serve(os.path.join(state.root, name), body, ranges=False)
         if head == "redirect" and rest:
             return self.redirect("/files/" + quote(name), body)
+        if head == "redirect-plain" and rest:
+            return self.redirect("http://%s/files/%s" % (self.headers.get("Host"), quote(name)),
+                                 body)
         if head == "redirect-host" and rest:
             other, port = self.other_host()
             scheme = "https" if self.server.tls else "http"
@@ -287,10 +296,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
 
     def finish_request(self, request, client_address):
-        # the TLS handshake happens here, on the request's own thread
+        # the TLS handshake happens here, on the request's own thread; a connection that does
+        # not open with a TLS record (0x16, a handshake) is served as plain HTTP
         if self.tls is not None:
             try:
-                request = self.tls.wrap_socket(request, server_side=True)
+                if request.recv(1, socket.MSG_PEEK) == b"\x16":
+                    request = self.tls.wrap_socket(request, server_side=True)
             except (ssl.SSLError, OSError):
                 return  # e.g. a client that refused the certificate
         super().finish_request(request, client_address)
