@@ -52,23 +52,6 @@ static void set_endpoint(const char *scheme)
     setenv("HF_ENDPOINT", endpoint, 1);
 }
 
-/* The corpus file golden-a.gguf under root as NAME. */
-static void serve_golden(const char *name)
-{
-    const char *corpus = getenv("TM_CORPUS");
-    cr_assert_not_null(corpus, "TM_CORPUS is not set (run the tests through make)");
-    char from[512], to[512];
-    snprintf(from, sizeof from, "%s/golden/golden-a.gguf", corpus);
-    snprintf(to, sizeof to, "%s/%s", root, name);
-    size_t n;
-    char *bytes = read_all(from, &n);
-    FILE *f = fopen(to, "wb");
-    cr_assert_not_null(f, "%s", to);
-    cr_assert_eq(fwrite(bytes, 1, n, f), n);
-    cr_assert_eq(fclose(f), 0);
-    free(bytes);
-}
-
 static const char *str_of(const json_t *o, const char *key)
 {
     const char *s = json_string_value(json_object_get(o, key));
@@ -94,7 +77,7 @@ static json_t *dump_requests(const char *scheme, const char *path)
  * carry it in the clear. */
 Test(remote_auth, an_https_token_is_not_sent_over_plain_http)
 {
-    serve_golden("golden-a.gguf");
+    server_put_golden(root, "golden-a.gguf", "golden-a.gguf");
     set_endpoint("https");
     json_t *log = dump_requests("https", "redirect-plain/golden-a.gguf");
     char *text = json_dumps(log, JSON_INDENT(1));
@@ -120,7 +103,7 @@ Test(remote_auth, an_https_token_is_not_sent_over_plain_http)
  * every request; the same host and port over https:// is another origin, and does not. */
 Test(remote_auth, a_plain_http_endpoint_gets_its_token_and_https_does_not)
 {
-    serve_golden("golden-a.gguf");
+    server_put_golden(root, "golden-a.gguf", "golden-a.gguf");
     set_endpoint("http");
     const char *const schemes[] = {"http", "https"};
     for (int k = 0; k < 2; k++) {

@@ -325,6 +325,34 @@ static tm_status same_file(const remote *r, const tm__source *s, const transfer 
     return TM_OK;
 }
 
+/* Whether a 206 answers a request for bytes [off, off + len) with a Content-Range it can be
+ * taken for: starting where asked, ending inside what was asked and inside the total it
+ * declares, with a body that long. */
+static bool range_fits(const transfer *t, uint64_t off, uint64_t len)
+{
+    return t->has_range && t->range_first == off && t->range_last >= t->range_first &&
+           t->range_last - off < len && t->range_last < t->total &&
+           t->got == t->range_last - t->range_first + 1;
+}
+
+static tm_status range_fail(const remote *r, const transfer *t, uint64_t off, uint64_t len,
+                            tm_error *err)
+{
+    char sent[96] = "no Content-Range";
+    if (t->has_range)
+        snprintf(sent, sizeof sent, "Content-Range bytes %llu-%llu/%llu",
+                 (unsigned long long)t->range_first, (unsigned long long)t->range_last,
+                 (unsigned long long)t->total);
+    const char *why = !t->has_range                    ? ""
+                      : t->range_last >= t->total      ? ", which runs past the total it declares"
+                      : t->range_last < t->range_first ? ", which ends before it starts"
+                                                       : "";
+    return tm__fail(err, TM_IO, TM_NO_OFFSET,
+                    "%sasked for bytes %llu-%llu, the server sent %llu bytes with %s%s",
+                    r->shown, (unsigned long long)off, (unsigned long long)(off + len - 1),
+                    (unsigned long long)t->got, sent, why);
+}
+
 /* Bytes [off, off + len) of the file (inside its size) into dst over handle e, as many
  * requests as the server needs to send them all. */
 static tm_status read_range(remote *r, const tm__source *s, CURL *e, uint64_t off, uint64_t len,
@@ -346,14 +374,8 @@ static tm_status read_range(remote *r, const tm__source *s, CURL *e, uint64_t of
             return changed(r, "a range inside the file is no longer satisfiable", err);
         if ((st = same_file(r, s, &t, err)) != TM_OK)
             return st;
-        if (!t.has_range || t.range_first != off || t.got == 0 ||
-            t.got != t.range_last - t.range_first + 1)
-            return tm__fail(err, TM_IO, TM_NO_OFFSET,
-                            "%sasked for bytes %llu-%llu, the server sent %s%llu-%llu (%llu "
-                            "bytes)", r->shown, (unsigned long long)off,
-                            (unsigned long long)(off + len - 1), t.has_range ? "" : "no range, ",
-                            (unsigned long long)t.range_first, (unsigned long long)t.range_last,
-                            (unsigned long long)t.got);
+        if (!range_fits(&t, off, len))
+            return range_fail(r, &t, off, len, err);
         off += t.got; /* a server may send less than asked: ask for the rest */
         dst += t.got;
         len -= t.got;
@@ -478,13 +500,13 @@ static tm_status fetch_first(tm__source *s, const char *url, tm_error *err)
             return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sHTTP 416 for the first bytes of a "
                             "%llu-byte file", r->shown, (unsigned long long)t.total);
         t.got = 0; /* an empty file: the walk says so */
-    } else if (code == 206 && (t.range_first != 0 || t.got != t.range_last + 1)) {
-        return tm__fail(err, TM_IO, TM_NO_OFFSET,
-                        "%sasked for the first %llu bytes, the server sent bytes %llu-%llu "
-                        "(%llu bytes)", r->shown, (unsigned long long)r->chunk,
-                        (unsigned long long)t.range_first, (unsigned long long)t.range_last,
-                        (unsigned long long)t.got);
+    } else if (code == 206 && !range_fits(&t, 0, r->chunk)) {
+        return range_fail(r, &t, 0, r->chunk, err);
     }
+    if (t.got > s->size) /* the head never holds more than the file: the walks trust that */
+        return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sthe server sent %llu bytes of a file it "
+                        "says is %llu bytes long", r->shown, (unsigned long long)t.got,
+                        (unsigned long long)s->size);
     if (t.got < (s->size < r->chunk ? s->size : r->chunk))
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sthe server sent %llu of the first %llu "
                         "bytes", r->shown, (unsigned long long)t.got,

@@ -201,3 +201,19 @@ char *server_make_cert(char cert[256], char key[256])
     free(out);
     return failed;
 }
+
+void server_put_golden(const char *root, const char *golden, const char *name)
+{
+    const char *corpus = getenv("TM_CORPUS");
+    cr_assert_not_null(corpus, "TM_CORPUS is not set (run the tests through make)");
+    char from[512], to[512];
+    snprintf(from, sizeof from, "%s/golden/%s", corpus, golden);
+    snprintf(to, sizeof to, "%s/%s", root, name);
+    size_t n;
+    char *bytes = read_all(from, &n);
+    FILE *f = fopen(to, "wb");
+    cr_assert_not_null(f, "%s", to);
+    cr_assert_eq(fwrite(bytes, 1, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+    free(bytes);
+}

@@ -26,6 +26,9 @@ void server_stop(server *s);
 size_t server_log_mark(const server *s);
 /* The requests s logged since mark, as an array of objects (see http_server.py). */
 json_t *server_log_since(const server *s, size_t mark);
+/* A copy of the corpus file golden/GOLDEN at ROOT/NAME, for a server on root to serve (the
+ * corpus itself is never served). */
+void server_put_golden(const char *root, const char *golden, const char *name);
 /* A self-signed certificate for 127.0.0.1 and localhost, made in the test's directory into
  * cert and key (paths). NULL when made, else why not (malloc'ed). */
 char *server_make_cert(char cert[256], char key[256]);

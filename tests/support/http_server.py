@@ -32,6 +32,9 @@ Routes (NAME may hold slashes; no component may be "." or ".."):
                        ROOT/hf/OWNER/REPO/REV/FILE, served as /files/ serves
   /flaky/NAME          503 the first time NAME is asked for, then as /files/
   /swap/NAME           ROOT/NAME the first time, ROOT/NAME.swapped every later time
+  /short-total/NAME    as /files/, but every Content-Range claims a total 1000 bytes short of
+                       the file's size, even for bytes past it
+  /long-header/NAME    as /files/, with a 200,000-byte header line
   /_quiet              (not logged) answers once no other request is in progress, so that a
                        test reads a complete log
   anything else        404
@@ -183,6 +186,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if head == "swap" and rest:
             suffix = "" if state.count("swap", name) == 1 else ".swapped"
             return self.serve(os.path.join(state.root, name + suffix), body, ranges=True)
+        if head == "short-total" and rest:
+            return self.serve(os.path.join(state.root, name), body, ranges=True, short_total=1000)
+        if head == "long-header" and rest:
+            return self.serve(os.path.join(state.root, name), body, ranges=True,
+                              extra_headers=[("X-Padding", "a" * 200000)])
         if head == "cdn" and len(rest) >= 4:
             return self.serve(os.path.join(state.root, "hf", *rest), body, ranges=True)
         if len(parts) >= 5 and parts[2] == "resolve":
@@ -213,7 +221,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").rpartition(":")[0]
         return ("localhost" if host == "127.0.0.1" else "127.0.0.1", self.server.server_address[1])
 
-    def serve(self, path, body, ranges):
+    def serve(self, path, body, ranges, short_total=0, extra_headers=()):
         try:
             f = open(path, "rb")
         except OSError:
@@ -227,7 +235,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 ("ETag", '"%x-%x-%x"' % (size, st.st_mtime_ns, st.st_ino)),
                 ("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True)),
                 ("Content-Type", "application/octet-stream"),
-            ]
+            ] + list(extra_headers)
             if ranges:
                 common.append(("Accept-Ranges", "bytes"))
             want = parse_range(self.headers.get("Range"), size) if ranges else None
@@ -240,7 +248,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             else:
                 first, last = want
                 status = 206
-                extra = [("Content-Range", "bytes %d-%d/%d" % (first, last, size))]
+                extra = [("Content-Range", "bytes %d-%d/%d" % (first, last, size - short_total))]
             length = last - first + 1
             self.begin(status, common + extra + [("Content-Length", str(length))])
             if not body:
