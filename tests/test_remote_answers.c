@@ -1,6 +1,6 @@
 /* Answers a server must not get away with: a Content-Range that contradicts itself or the
- * request. Each is refused with its own message (not "consistent"), from
- * tests/support/http_server.py's routes. */
+ * request, and a header line longer than libcurl holds. Each is refused with its own message
+ * (not "consistent", not "Out of memory"), from tests/support/http_server.py's routes. */
 #include "support/http_serve.h"
 #include "support/test_cli.h"
 
@@ -81,4 +81,16 @@ Test(remote_answers, a_first_answer_past_its_own_total_is_refused)
     tm_error err;
     cr_expect_eq(tm_open(url("short-total/vocab.gguf"), 0, &f, &err), TM_IO, "%s", err.message);
     tm_close(f);
+}
+
+/* libcurl refuses a header line over CURL_MAX_HTTP_HEADER with "Out of memory": the message
+ * says what the server did instead. */
+Test(remote_answers, an_overlong_header_line_has_its_own_message)
+{
+    tool_result r = tool_run("info", url("long-header/golden-a.gguf"), NULL);
+    cr_expect_eq(r.status, 1, "exit %d, stderr: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "response header line longer than libcurl accepts") != NULL, "%s",
+              r.err);
+    cr_expect(strstr(r.err, "emory") == NULL, "%s", r.err);
+    tool_result_free(&r);
 }

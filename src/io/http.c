@@ -65,6 +65,7 @@ typedef struct transfer {
     uint64_t want, got;      /* the body goes to dst, at most want bytes */
     bool stopped;            /* the body went on past want and was cut off on purpose */
     /* the last response's headers (a redirect's are replaced by the next response's) */
+    bool headers_done;       /* its blank line came: what follows is its body */
     bool has_range, has_total;
     uint64_t range_first, range_last, total;
     char etag[256], modified[128];
@@ -107,8 +108,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     const size_t len = size * n;
     char v[256];
     if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new response: forget the last one's */
-        t->has_range = t->has_total = false;
+        t->headers_done = t->has_range = t->has_total = false;
         t->etag[0] = t->modified[0] = '\0';
+    } else if ((len == 2 && p[0] == '\r' && p[1] == '\n') || (len == 1 && p[0] == '\n')) {
+        t->headers_done = true;
     } else if (header_value(p, len, "content-range", v, sizeof v)) {
         unsigned long long a, b, total;
         char star;
@@ -213,6 +216,11 @@ static void pause_before(int attempt)
 static tm_status transport_fail(const remote *r, CURLcode rc, const transfer *t, int attempts,
                                 tm_error *err)
 {
+    if (rc == CURLE_OUT_OF_MEMORY && !t->headers_done)
+        /* libcurl refuses a header line longer than it holds with "Out of memory" */
+        return tm__fail(err, TM_IO, TM_NO_OFFSET,
+                        "%sthe server sent a response header line longer than libcurl accepts "
+                        "(%d bytes)", r->shown, CURL_MAX_HTTP_HEADER);
     const char *detail = t->error[0] ? t->error : curl_easy_strerror(rc);
     const char *what = rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY
                            ? "cannot resolve the host name: "
