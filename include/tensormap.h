@@ -235,11 +235,13 @@ TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_err
  * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
  * (several ranges at once for large reads) and decode each piece as it arrives. Redirects are
  * followed, TLS is verified (CURL_CA_BUNDLE names a CA file to use instead of the system's),
- * transient failures (connection errors, HTTP 429 and 5xx) are retried. Errors, with the URL
- * and the HTTP status in the message:
+ * transient failures (connection errors, HTTP 429 and 5xx) are retried, and each step of a read
+ * (a request, or 16 MiB of tensor bytes) must end within TM_HTTP_TIMEOUT seconds (environment;
+ * default 120, 0 for none). Errors, with the URL and the HTTP status in the message:
  *   TM_NOT_FOUND    HTTP 404 (or 410)
  *   TM_IO           any other HTTP error (401 and 403 mention HF_TOKEN); DNS, connection, TLS
- *                   and timeout failures; a server that ignores Range when tensor bytes are
+ *                   and timeout failures (TM_HTTP_TIMEOUT named); a Content-Range that does
+ *                   not fit the request or its own total; a server that ignores Range when tensor bytes are
  *                   asked for (the head is still read, and the rest never downloaded); the file
  *                   changing on the server between requests (size, ETag or Last-Modified)
  *   TM_UNSUPPORTED  a URL given to a library built without libcurl

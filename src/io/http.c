@@ -23,18 +23,26 @@ tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
 #else /* TM_HAVE_CURL */
 
 #include <curl/curl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <time.h>
 
 #define DEFAULT_CHUNK (2ull << 20)
 #define MIN_CHUNK (4ull << 10)
 #define DEFAULT_HEAD_LIMIT (256ull << 20)
-/* Reads of at least 2 x PIECE_MIN bytes go out as up to PARALLEL ranges at once. */
+/* Reads of at least 2 x PIECE_MIN bytes go out as up to PARALLEL ranges at once, a BATCH at a
+ * time. */
 #define PARALLEL 4
 #define PIECE_MIN (4ull << 20)
+#define BATCH (PARALLEL * PIECE_MIN)
 /* Attempts for a transient failure (connection errors, HTTP 429 and 5xx), 0.25 s apart,
  * doubling. */
 #define ATTEMPTS 4
+/* TM_HTTP_TIMEOUT's default: the seconds a step of a read may take (the first request, an
+ * extension of the header, a BATCH of tensor bytes), its retries and the requests for the rest
+ * of a short answer included. A server that is silent, or sends a byte at a time, or a trickle
+ * just above the stall rate, fails within it instead of holding the command for hours. */
+#define DEFAULT_TIMEOUT_S 120
 
 typedef struct remote {
     char *shown;                 /* "URL: " for an hf: path (the URL it resolved to), else "":
@@ -46,6 +54,7 @@ typedef struct remote {
     char modified[128];          /* and Last-Modified */
     bool ranges;                 /* the server answered a range with 206 */
     uint64_t chunk, head_limit;
+    uint64_t timeout_ms;         /* TM_HTTP_TIMEOUT; 0: no deadline */
     uint8_t *head;
     pthread_mutex_t lock;        /* one request (or one parallel read) at a time */
     CURL *easy[PARALLEL];        /* kept open between requests: their connections are reused */
@@ -204,13 +213,40 @@ static bool transient(CURLcode rc, long code)
            rc == CURLE_PARTIAL_FILE || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
 }
 
-static void pause_before(int attempt)
+static uint64_t now_ms(void)
 {
-    struct timespec ts = {0, 250000000L << (attempt < 2 ? attempt : 2)};
-    if (attempt >= 2)
-        ts = (struct timespec){(time_t)(1 << (attempt - 2)), 0};
-    nanosleep(&ts, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
+
+/* One easy handle's part of a step of a read: the requests it makes, by when they must be
+ * done, and what they cost. */
+typedef struct exchange {
+    CURL *e;
+    uint64_t deadline;        /* now_ms() by which the step must end; 0: none */
+    uint64_t bytes, requests; /* over the wire (tm_file_fetched) */
+} exchange;
+
+/* A step on handle e starting now. */
+static exchange begin_step(const remote *r, CURL *e)
+{
+    const uint64_t now = now_ms();
+    const bool none = r->timeout_ms == 0 || r->timeout_ms > UINT64_MAX - now;
+    return (exchange){e, none ? 0 : now + r->timeout_ms, 0, 0};
+}
+
+/* Milliseconds before x's deadline: 0 once it has passed, UINT64_MAX without one. */
+static uint64_t time_left(const exchange *x)
+{
+    if (!x->deadline)
+        return UINT64_MAX;
+    const uint64_t now = now_ms();
+    return now < x->deadline ? x->deadline - now : 0;
+}
+
+/* The pause before attempt + 1: 0.25 s, doubling. */
+static uint64_t pause_ms(int attempt) { return 250u << attempt; }
 
 /* Why a transfer failed, in words (curl's own, which name the host, the certificate problem). */
 static tm_status transport_fail(const remote *r, CURLcode rc, const transfer *t, int attempts,
@@ -255,6 +291,15 @@ static tm_status status_fail(const remote *r, long code, int attempts, tm_error 
     return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sHTTP %ld%s", r->shown, code, tries);
 }
 
+static tm_status timed_out(const remote *r, uint64_t off, uint64_t len, tm_error *err)
+{
+    return tm__fail(err, TM_IO, TM_NO_OFFSET,
+                    "%stimed out: bytes %llu-%llu did not arrive within TM_HTTP_TIMEOUT (%llu s; "
+                    "set it to wait longer)", r->shown, (unsigned long long)off,
+                    (unsigned long long)(off + len - 1),
+                    (unsigned long long)(r->timeout_ms / 1000));
+}
+
 static tm_status changed(const remote *r, const char *what, tm_error *err)
 {
     return tm__fail(err, TM_IO, TM_NO_OFFSET,
@@ -262,19 +307,22 @@ static tm_status changed(const remote *r, const char *what, tm_error *err)
                     "again", r->shown, what);
 }
 
-/* GET bytes [off, off + len) of url into dst with easy handle e, retrying transient failures.
- * On success *t holds the response (t->got bytes at dst) and *code its status; the caller
- * judges it. *bytes grows by what came over the wire, *requests by the requests made. */
-static tm_status get(const remote *r, CURL *e, const char *url, uint64_t off, uint64_t len,
-                     uint8_t *dst, transfer *t, long *code, uint64_t *bytes, uint64_t *requests,
-                     tm_error *err)
+/* GET bytes [off, off + len) of url into dst over x, retrying transient failures while x's
+ * deadline allows. On success *t holds the response (t->got bytes at dst) and *code its
+ * status; the caller judges it. x counts what came over the wire and the requests made. */
+static tm_status get(const remote *r, exchange *x, const char *url, uint64_t off, uint64_t len,
+                     uint8_t *dst, transfer *t, long *code, tm_error *err)
 {
+    CURL *e = x->e;
     char range[64];
     snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
              (unsigned long long)(off + len - 1));
     /* the token goes to its own origin only (libcurl keeps it from a redirect's other host) */
     const bool auth = r->auth && same_origin(url, r->auth_origin);
     for (int attempt = 0;; attempt++) {
+        const uint64_t left = time_left(x);
+        if (left == 0)
+            return timed_out(r, off, len, err);
         memset(t, 0, sizeof *t);
         t->dst = dst;
         t->want = len;
@@ -284,20 +332,26 @@ static tm_status get(const remote *r, CURL *e, const char *url, uint64_t off, ui
         curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left > LONG_MAX ? 0L : (long)left);
         CURLcode rc = curl_easy_perform(e);
         curl_off_t wire = 0;
         curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &wire);
-        *bytes += (uint64_t)wire;
-        *requests += 1;
+        x->bytes += (uint64_t)wire;
+        x->requests += 1;
         *code = 0;
         if (rc == CURLE_WRITE_ERROR && t->stopped)
             rc = CURLE_OK; /* the body went past what was asked for: cut off on purpose */
         if (rc == CURLE_OK)
             curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
-        if (transient(rc, *code) && attempt + 1 < ATTEMPTS) {
-            pause_before(attempt);
+        const uint64_t ms = pause_ms(attempt);
+        const bool time_for_more = time_left(x) > ms;
+        if (transient(rc, *code) && attempt + 1 < ATTEMPTS && time_for_more) {
+            nanosleep(&(struct timespec){(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L}, NULL);
             continue;
         }
+        /* libcurl's clock may stop it a moment before ours says the deadline has come */
+        if (rc == CURLE_OPERATION_TIMEDOUT && !time_for_more)
+            return timed_out(r, off, len, err);
         if (rc != CURLE_OK)
             return transport_fail(r, rc, t, attempt + 1, err);
         if (*code != 200 && *code != 206 && *code != 416)
@@ -361,15 +415,15 @@ static tm_status range_fail(const remote *r, const transfer *t, uint64_t off, ui
                     (unsigned long long)t->got, sent, why);
 }
 
-/* Bytes [off, off + len) of the file (inside its size) into dst over handle e, as many
- * requests as the server needs to send them all. */
-static tm_status read_range(remote *r, const tm__source *s, CURL *e, uint64_t off, uint64_t len,
-                            uint8_t *dst, uint64_t *bytes, uint64_t *requests, tm_error *err)
+/* Bytes [off, off + len) of the file (inside its size) into dst over x, as many requests as
+ * the server needs to send them all (within x's deadline). */
+static tm_status read_range(const remote *r, const tm__source *s, exchange *x, uint64_t off,
+                            uint64_t len, uint8_t *dst, tm_error *err)
 {
     while (len > 0) {
         transfer t;
         long code;
-        tm_status st = get(r, e, r->target, off, len, dst, &t, &code, bytes, requests, err);
+        tm_status st = get(r, x, r->target, off, len, dst, &t, &code, err);
         if (st != TM_OK)
             return st;
         if (code == 200)
@@ -394,12 +448,11 @@ static tm_status read_range(remote *r, const tm__source *s, CURL *e, uint64_t of
 /* ---- parallel reads ------------------------------------------------------------------------ */
 
 typedef struct piece {
-    remote *r;
+    const remote *r;
     const tm__source *s;
-    CURL *e;
+    exchange x;
     uint64_t off, len;
     uint8_t *dst;
-    uint64_t bytes, requests;
     tm_error err;
     tm_status st;
 } piece;
@@ -407,14 +460,14 @@ typedef struct piece {
 static void *read_piece(void *arg)
 {
     piece *p = arg;
-    p->st = read_range(p->r, p->s, p->e, p->off, p->len, p->dst, &p->bytes, &p->requests,
-                       &p->err);
+    p->st = read_range(p->r, p->s, &p->x, p->off, p->len, p->dst, &p->err);
     return NULL;
 }
 
-/* With r->lock held: [off, off + len) into dst, in up to PARALLEL ranges at once. */
-static tm_status read_locked(remote *r, const tm__source *s, uint64_t off, uint64_t len,
-                             uint8_t *dst, tm_error *err)
+/* With r->lock held: [off, off + len) (at most a BATCH) into dst, in up to PARALLEL ranges at
+ * once, all within one step's deadline. */
+static tm_status read_batch(remote *r, const tm__source *s, uint64_t off, uint64_t len,
+                            uint8_t *dst, tm_error *err)
 {
     uint64_t n = len / PIECE_MIN;
     n = n < 2 ? 1 : n > PARALLEL ? PARALLEL : n;
@@ -423,9 +476,12 @@ static tm_status read_locked(remote *r, const tm__source *s, uint64_t off, uint6
     bool started[PARALLEL] = {false};
     const uint64_t each = len / n;
     for (uint64_t i = 0; i < n; i++) {
-        ps[i] = (piece){.r = r, .s = s, .e = r->easy[i], .off = off + i * each,
-                        .len = i + 1 < n ? each : len - i * each, .dst = dst + i * each};
-        if (!ps[i].e && !(ps[i].e = r->easy[i] = new_easy()))
+        if (!r->easy[i])
+            r->easy[i] = new_easy();
+        ps[i] = (piece){.r = r, .s = s, .x = begin_step(r, r->easy[i]),
+                        .off = off + i * each, .len = i + 1 < n ? each : len - i * each,
+                        .dst = dst + i * each};
+        if (!ps[i].x.e)
             ps[i].st = tm__fail(&ps[i].err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
         else if (i == 0 || pthread_create(&th[i], NULL, read_piece, &ps[i]) != 0)
             read_piece(&ps[i]); /* the first piece on this thread (the others if no thread) */
@@ -436,14 +492,26 @@ static tm_status read_locked(remote *r, const tm__source *s, uint64_t off, uint6
     for (uint64_t i = 0; i < n; i++) {
         if (started[i])
             pthread_join(th[i], NULL);
-        r->bytes += ps[i].bytes;
-        r->requests += ps[i].requests;
+        r->bytes += ps[i].x.bytes;
+        r->requests += ps[i].x.requests;
         if (st == TM_OK && ps[i].st != TM_OK) {
             st = ps[i].st;
             if (err)
                 *err = ps[i].err;
         }
     }
+    return st;
+}
+
+/* With r->lock held: [off, off + len) into dst, a BATCH at a time, each a step of its own: the
+ * deadline bounds how long a server may take for a BATCH, not how long a large read lasts. */
+static tm_status read_locked(remote *r, const tm__source *s, uint64_t off, uint64_t len,
+                             uint8_t *dst, tm_error *err)
+{
+    tm_status st = TM_OK;
+    for (uint64_t done = 0; done < len && st == TM_OK; done += BATCH)
+        st = read_batch(r, s, off + done, len - done < BATCH ? len - done : BATCH, dst + done,
+                        err);
     return st;
 }
 
@@ -487,8 +555,10 @@ static tm_status fetch_first(tm__source *s, const char *url, tm_error *err)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     transfer t;
     long code;
-    tm_status st = get(r, r->easy[0], url, 0, r->chunk, r->head, &t, &code, &r->bytes,
-                       &r->requests, err);
+    exchange x = begin_step(r, r->easy[0]);
+    tm_status st = get(r, &x, url, 0, r->chunk, r->head, &t, &code, err);
+    r->bytes += x.bytes;
+    r->requests += x.requests;
     if (st != TM_OK)
         return st;
     char *effective = NULL;
@@ -557,8 +627,10 @@ static tm_status http_need(tm__source *s, uint64_t end, tm_error *err)
          * and stop there. */
         transfer t;
         long code;
-        st = get(r, r->easy[0], r->target, 0, want, head, &t, &code, &r->bytes, &r->requests,
-                 err);
+        exchange x = begin_step(r, r->easy[0]);
+        st = get(r, &x, r->target, 0, want, head, &t, &code, err);
+        r->bytes += x.bytes;
+        r->requests += x.requests;
         if (st == TM_OK)
             st = same_file(r, s, &t, err);
         if (st == TM_OK && t.got != want)
@@ -614,6 +686,8 @@ tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
     if (r->chunk < MIN_CHUNK)
         r->chunk = MIN_CHUNK;
     r->head_limit = tm__env_bytes("TM_HTTP_HEAD_LIMIT", DEFAULT_HEAD_LIMIT);
+    const uint64_t timeout_s = tm__env_bytes("TM_HTTP_TIMEOUT", DEFAULT_TIMEOUT_S);
+    r->timeout_ms = timeout_s > UINT64_MAX / 1000 ? 0 : timeout_s * 1000; /* absurd: none */
     char shown[300] = "";
     if (show_url) {
         tm__quote(shown, sizeof shown - 2, s->path, strlen(s->path));

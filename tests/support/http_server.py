@@ -35,6 +35,11 @@ Routes (NAME may hold slashes; no component may be "." or ".."):
   /short-total/NAME    as /files/, but every Content-Range claims a total 1000 bytes short of
                        the file's size, even for bytes past it
   /long-header/NAME    as /files/, with a 200,000-byte header line
+  /drip/NAME           as /files/ for a range from byte 0; any other range is answered, after
+                       50 ms, with its first byte only (a valid 206 for bytes a-a)
+  /trickle/NAME        as /files/, the body sent at about 1,100 bytes a second (just above
+                       libcurl's stall rate)
+  /silent/NAME         reads the request and answers nothing until the client hangs up
   /_quiet              (not logged) answers once no other request is in progress, so that a
                        test reads a complete log
   anything else        404
@@ -45,6 +50,7 @@ import email.utils
 import http.server
 import json
 import os
+import select
 import signal
 import socket
 import socketserver
@@ -191,6 +197,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if head == "long-header" and rest:
             return self.serve(os.path.join(state.root, name), body, ranges=True,
                               extra_headers=[("X-Padding", "a" * 200000)])
+        if head == "drip" and rest:
+            return self.serve(os.path.join(state.root, name), body, ranges=True, drip=True)
+        if head == "trickle" and rest:
+            return self.serve(os.path.join(state.root, name), body, ranges=True, rate=1100)
+        if head == "silent" and rest:
+            return self.wait_for_hangup()
         if head == "cdn" and len(rest) >= 4:
             return self.serve(os.path.join(state.root, "hf", *rest), body, ranges=True)
         if len(parts) >= 5 and parts[2] == "resolve":
@@ -221,7 +233,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").rpartition(":")[0]
         return ("localhost" if host == "127.0.0.1" else "127.0.0.1", self.server.server_address[1])
 
-    def serve(self, path, body, ranges, short_total=0, extra_headers=()):
+    def wait_for_hangup(self):
+        self.close_connection = True
+        sock = self.connection
+        while True:
+            readable, _, _ = select.select([sock], [], [], 0.1)
+            if readable and not sock.recv(1, socket.MSG_PEEK):
+                return
+
+    def serve(self, path, body, ranges, short_total=0, extra_headers=(), drip=False, rate=0):
         try:
             f = open(path, "rb")
         except OSError:
@@ -247,6 +267,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 first, last, status, extra = 0, size - 1, 200, []
             else:
                 first, last = want
+                if drip and first != 0:
+                    last = first
+                    threading.Event().wait(0.05)
                 status = 206
                 extra = [("Content-Range", "bytes %d-%d/%d" % (first, last, size - short_total))]
             length = last - first + 1
@@ -255,13 +278,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
             f.seek(first)
             left = length
+            piece = rate // 10 if rate else PIECE  # at a rate: a tenth of it every 0.1 s
             while left > 0:
-                data = f.read(min(PIECE, left))
+                data = f.read(min(piece, left))
                 if not data:  # the file shrank under us: the connection cannot go on
                     self.close_connection = True
                     return
                 self.write(data)
+                self.wfile.flush()
                 left -= len(data)
+                if rate:
+                    threading.Event().wait(0.1)
 
 
 def quote(s, safe="/"):
