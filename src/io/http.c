@@ -483,10 +483,16 @@ static tm_status read_batch(remote *r, const tm__source *s, uint64_t off, uint64
                         .dst = dst + i * each};
         if (!ps[i].x.e)
             ps[i].st = tm__fail(&ps[i].err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-        else if (i == 0 || pthread_create(&th[i], NULL, read_piece, &ps[i]) != 0)
-            read_piece(&ps[i]); /* the first piece on this thread (the others if no thread) */
-        else
+    }
+    /* the other pieces on threads of their own, started before the first runs on this one
+     * (a piece whose thread cannot be had runs here too) */
+    for (uint64_t i = n; i-- > 0;) {
+        if (!ps[i].x.e)
+            continue;
+        if (i > 0 && pthread_create(&th[i], NULL, read_piece, &ps[i]) == 0)
             started[i] = true;
+        else
+            read_piece(&ps[i]);
     }
     tm_status st = TM_OK;
     for (uint64_t i = 0; i < n; i++) {

@@ -8,9 +8,9 @@ Listens on 127.0.0.1 on a port the kernel chooses, and writes that port to F (wh
 rename) once listening. With --tls it speaks HTTPS with CERT and KEY, and plain HTTP on the same
 port to a client that does not start a TLS handshake (so that a redirect from https:// to
 http:// on one host and port can be followed). Every request appends a JSON line to the log:
-method, path, host, range, authorization (or null), tls (whether it came over TLS), status and
-the body bytes actually written (a client that hangs up part-way is logged with what reached
-the socket until then). SIGTERM stops it, and so does the death of the process that started
+method, path, host, range, authorization (or null), tls (whether it came over TLS), status, the
+body bytes actually written (a client that hangs up part-way is logged with what reached the
+socket until then), and start and end (seconds on the server's monotonic clock). SIGTERM stops it, and so does the death of the process that started
 it.
 
 Routes (NAME may hold slashes; no component may be "." or ".."):
@@ -40,6 +40,7 @@ Routes (NAME may hold slashes; no component may be "." or ".."):
   /trickle/NAME        as /files/, the body sent at about 1,100 bytes a second (just above
                        libcurl's stall rate)
   /silent/NAME         reads the request and answers nothing until the client hangs up
+  /delay/NAME          as /files/, each answer begun after 200 ms (requests at once overlap)
   /_quiet              (not logged) answers once no other request is in progress, so that a
                        test reads a complete log
   anything else        404
@@ -57,6 +58,7 @@ import socketserver
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 
 PIECE = 64 * 1024
@@ -120,6 +122,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.small(200 if done else 503, b"quiet\n" if done else b"busy\n", body)
             return
         state.enter()
+        start = time.monotonic()
         record = None
         try:
             self.route(path, body)
@@ -135,6 +138,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "tls": isinstance(self.connection, ssl.SSLSocket),
                 "status": self.status,
                 "bytes": self.sent,
+                "start": start,
+                "end": time.monotonic(),
             }
             state.leave(record)
 
@@ -201,6 +206,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.serve(os.path.join(state.root, name), body, ranges=True, drip=True)
         if head == "trickle" and rest:
             return self.serve(os.path.join(state.root, name), body, ranges=True, rate=1100)
+        if head == "delay" and rest:
+            threading.Event().wait(0.2)
+            return self.serve(os.path.join(state.root, name), body, ranges=True)
         if head == "silent" and rest:
             return self.wait_for_hangup()
         if head == "cdn" and len(rest) >= 4:
