@@ -177,8 +177,14 @@ typedef struct tm_str {
 
 enum tm_open_flags {
     TM_OPEN_DEFAULT = 0,
-    /* read the file with pread into memory instead of mapping it: for pipes, /dev/stdin, and
-     * filesystems that cannot map; the data is then immune to the file changing under us */
+    /* read the file with pread instead of mapping it: for pipes, /dev/stdin, and filesystems
+     * that cannot map. A regular file of at most TM_DEFAULT_READ_WHOLE_LIMIT bytes (below),
+     * standard input and a stream are read into memory whole, and are then immune to the file
+     * changing under us. A larger regular file is read as it is needed: the header as the
+     * walk asks for it, tensor bytes when they are decoded or fetched (its tensors have
+     * data == NULL, as a remote file's do), so that opening it reads its header only; a read
+     * that finds the file changed since it was opened (size or modification time) is
+     * refused (TM_IO), never mixed. */
     TM_OPEN_NO_MMAP = 1u << 0,
     /* a safetensors shard: open every shard of its checkpoint (from the sibling
      * model.safetensors.index.json) and present one index; a file with no index beside it
@@ -201,6 +207,9 @@ enum tm_open_flags {
  * bytes (TM_LIMIT beyond), unless the environment variable TM_STREAM_LIMIT says otherwise
  * (bytes, or with a K, M or G suffix for 2^10, 2^20, 2^30). */
 #define TM_DEFAULT_STREAM_LIMIT (64ull << 30)
+/* The largest regular file TM_OPEN_NO_MMAP reads whole, unless the environment variable
+ * TM_READ_WHOLE_LIMIT says otherwise (bytes, with the same suffixes). */
+#define TM_DEFAULT_READ_WHOLE_LIMIT (64ull << 20)
 
 /* Open a GGUF file, a safetensors file or a model.safetensors.index.json, recognised by their
  * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). path may also be a URL
@@ -289,7 +298,8 @@ TM_API const tm_layout *tm_file_layout(const tm_file *file);
 
 /* The first bytes of the file as mapped (or read): for tools that show the header as bytes.
  * For a sharded checkpoint, shard 0. tm_file_bytes_size says how many there are: the file's
- * size, or for a remote file the head fetched (at least the whole header). */
+ * size, or for a remote file (or one read as needed, TM_OPEN_NO_MMAP) the head fetched (at
+ * least the whole header). */
 TM_API const uint8_t *tm_file_bytes(const tm_file *file);
 TM_API uint64_t tm_file_bytes_size(const tm_file *file);
 

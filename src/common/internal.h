@@ -25,10 +25,11 @@ uint64_t tm__env_bytes(const char *name, uint64_t dflt);
 /* ---- io/source.c: where one file's bytes come from ----
  * A source holds the file's first avail bytes at base. A mapped file, a file or stream read
  * whole, and a borrowed buffer hold all of it (avail == size), and any range of it is a view
- * (tm__source_view). A remote file holds only the head fetched so far (avail <= size): the
- * walkers read the head through a cursor that ends at avail and ask for more with
- * tm__source_need; tensor bytes are read into a caller's buffer with tm__source_read, never
- * viewed. Which backend holds the bytes is io's business alone (io/source.h). */
+ * (tm__source_view). A remote file, and a large file read without mmap, hold only the head
+ * read so far (avail <= size): the walkers read the head through a cursor that ends at avail
+ * and ask for more with tm__source_need; tensor bytes are read into a caller's buffer with
+ * tm__source_read, never viewed. Which backend holds the bytes is io's business alone
+ * (io/source.h). */
 
 typedef struct tm__source_ops tm__source_ops;
 
