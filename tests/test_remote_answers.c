@@ -94,3 +94,24 @@ Test(remote_answers, an_overlong_header_line_has_its_own_message)
     cr_expect(strstr(r.err, "emory") == NULL, "%s", r.err);
     tool_result_free(&r);
 }
+
+/* A head of 4 KiB (the smallest TM_HTTP_CHUNK) of JSON whitespace: the sniff for a safetensors
+ * index looks at the bytes fetched, not past them (under ASan this read one byte past the
+ * head). */
+Test(remote_answers, a_whitespace_head_is_sniffed_within_the_bytes_fetched)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/spaces.json", root);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 4096; i++)
+        fputc(' ', f);
+    fputs("{\"weight_map\": {}}", f);
+    cr_assert_eq(fclose(f), 0);
+    setenv("TM_HTTP_CHUNK", "4K", 1);
+    tm_file *file = NULL;
+    tm_error err;
+    cr_expect_eq(tm_open(url("files/spaces.json"), 0, &file, &err), TM_NOT_MODEL, "%s",
+                 err.message);
+    tm_close(file);
+}

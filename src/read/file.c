@@ -29,7 +29,7 @@ static tm_status parse(tm_file *f, unsigned flags, tm_error *err)
     tm_status st;
     if (size >= 4 && memcmp(p, "GGUF", 4) == 0) {
         st = tm__gguf_parse(f, flags, err);
-    } else if (tm__safetensors_sniff(p, size)) {
+    } else if (tm__safetensors_sniff(p, f->maps[0].avail)) { /* the bytes there, not the size */
         st = tm__safetensors_parse(f, flags, err);
     } else if (size < 4) {
         return tm__fail(err, TM_TRUNCATED, 0,

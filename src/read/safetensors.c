@@ -322,7 +322,7 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
                         "starts with an 8-byte header length", what, (unsigned long long)m->size);
     /* A shard is named by an index, and may be a link to any file at all (/etc/passwd): its
      * first bytes are not quoted, not even as a header length, unless they start a header. */
-    if (what[0] && !tm__safetensors_looks_like_file(m->base, m->size))
+    if (what[0] && !tm__safetensors_looks_like_file(m->base, m->avail))
         return tm__fail(err, TM_NOT_MODEL, 0, "%snot a safetensors file (no header length "
                         "followed by '{')", what);
     uint64_t n = tm__load_le(m->base, 8);
@@ -618,7 +618,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
     tm__source *m0 = &f->maps[0];
     tm_status s = TM_OK;
     f->layout.n_shards = 1;
-    const bool is_file = tm__safetensors_looks_like_file(m0->base, m0->size);
+    const bool is_file = tm__safetensors_looks_like_file(m0->base, m0->avail);
     /* A shard opened with TM_OPEN_ALL_SHARDS brings its checkpoint in through the sibling
      * index; a file with no index beside it is a checkpoint of its own. */
     char *index_path = NULL;
