@@ -177,8 +177,14 @@ typedef struct tm_str {
 
 enum tm_open_flags {
     TM_OPEN_DEFAULT = 0,
-    /* read the file with pread into memory instead of mapping it: for pipes, /dev/stdin, and
-     * filesystems that cannot map; the data is then immune to the file changing under us */
+    /* read the file with pread instead of mapping it: for pipes, /dev/stdin, and filesystems
+     * that cannot map. A regular file of at most TM_DEFAULT_READ_WHOLE_LIMIT bytes (below),
+     * standard input and a stream are read into memory whole, and are then immune to the file
+     * changing under us. A larger regular file is read as it is needed: the header as the
+     * walk asks for it, tensor bytes when they are decoded or fetched (its tensors have
+     * data == NULL, as a remote file's do), so that opening it reads its header only; a read
+     * that finds the file changed since it was opened (size or modification time) is
+     * refused (TM_IO), never mixed. */
     TM_OPEN_NO_MMAP = 1u << 0,
     /* a safetensors shard: open every shard of its checkpoint (from the sibling
      * model.safetensors.index.json) and present one index; a file with no index beside it
@@ -206,6 +212,9 @@ enum tm_open_flags {
  * bytes (TM_LIMIT beyond), unless the environment variable TM_STREAM_LIMIT says otherwise
  * (bytes, or with a K, M or G suffix for 2^10, 2^20, 2^30). */
 #define TM_DEFAULT_STREAM_LIMIT (64ull << 30)
+/* The largest regular file TM_OPEN_NO_MMAP reads whole, unless the environment variable
+ * TM_READ_WHOLE_LIMIT says otherwise (bytes, with the same suffixes). */
+#define TM_DEFAULT_READ_WHOLE_LIMIT (64ull << 20)
 
 /* Open a GGUF file, a safetensors file or a model.safetensors.index.json, recognised by their
  * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). path may also be a URL
@@ -228,9 +237,10 @@ TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_err
 /* Remote files. When the library is built with libcurl (tm_remote_supported), tm_open takes
  * "http://..." and "https://..." URLs and "hf:OWNER/REPO/FILE[@REVISION]", which is
  * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (HF_ENDPOINT defaults to https://huggingface.co,
- * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that host when HF_TOKEN is
- * set. The header is fetched by HTTP range requests and walked with the same checks as a local
- * file: a first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
+ * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that origin (its scheme,
+ * host and port: never over plain HTTP for an https endpoint) when HF_TOKEN is set. The
+ * header is fetched by HTTP range requests and walked with the same checks as a local file: a
+ * first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
  * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
  * default 256 MiB, for all the files of a set together: TM_LIMIT beyond). A split GGUF set
  * opens from its first shard's URL and a safetensors checkpoint from its index's URL, the
@@ -240,11 +250,13 @@ TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_err
  * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
  * (several ranges at once for large reads) and decode each piece as it arrives. Redirects are
  * followed, TLS is verified (CURL_CA_BUNDLE names a CA file to use instead of the system's),
- * transient failures (connection errors, HTTP 429 and 5xx) are retried. Errors, with the URL
- * and the HTTP status in the message:
+ * transient failures (connection errors, HTTP 429 and 5xx) are retried, and each step of a read
+ * (a request, or 16 MiB of tensor bytes) must end within TM_HTTP_TIMEOUT seconds (environment;
+ * default 120, 0 for none). Errors, with the URL and the HTTP status in the message:
  *   TM_NOT_FOUND    HTTP 404 (or 410)
  *   TM_IO           any other HTTP error (401 and 403 mention HF_TOKEN); DNS, connection, TLS
- *                   and timeout failures; a server that ignores Range when tensor bytes are
+ *                   and timeout failures (TM_HTTP_TIMEOUT named); a Content-Range that does
+ *                   not fit the request or its own total; a server that ignores Range when tensor bytes are
  *                   asked for (the head is still read, and the rest never downloaded); the file
  *                   changing on the server between requests (size, ETag or Last-Modified)
  *   TM_UNSUPPORTED  a URL given to a library built without libcurl
@@ -302,7 +314,8 @@ TM_API uint64_t tm_file_missing_bytes(const tm_file *file);
 
 /* The first bytes of the file as mapped (or read): for tools that show the header as bytes.
  * For a sharded checkpoint, shard 0. tm_file_bytes_size says how many there are: the file's
- * size, or for a remote file the head fetched (at least the whole header). */
+ * size, or for a remote file (or one read as needed, TM_OPEN_NO_MMAP) the head fetched (at
+ * least the whole header). */
 TM_API const uint8_t *tm_file_bytes(const tm_file *file);
 TM_API uint64_t tm_file_bytes_size(const tm_file *file);
 

@@ -9,7 +9,6 @@
 #include "../common/internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -24,10 +23,11 @@ typedef struct buf {
 } buf;
 
 typedef struct wtensor {
-    const void *data;     /* NULL: a hole */
+    const void *data;     /* NULL: a hole, unless src is set */
     uint64_t offset, n_bytes;
-    const tm__map *src;   /* the mapping data lies in, when taken from an open file */
-    uint64_t src_offset;  /* data's offset in src's file */
+    const tm__source *src; /* the source the bytes lie in, when taken from an open file (which
+                            * may hold no view of them: data NULL, read through it) */
+    uint64_t src_offset;  /* their offset in src's file */
 } wtensor;
 
 struct tm_writer {
@@ -571,7 +571,7 @@ tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor 
     if (!f || !t || t->shard >= f->layout.n_shards)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
                         "tm_writer_tensor_copy: a file and one of its tensors are needed");
-    if (tm__tensor_is_remote(t)) {
+    if (tm__source_is_remote(&f->maps[t->shard])) {
         char q[96];
         tm__quote(q, sizeof q, t->name.ptr, t->name.len);
         return tm__fail(err, TM_UNSUPPORTED, t->info_offset,
@@ -706,34 +706,48 @@ static bool pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t at)
 #define COPY_CHUNK (64u << 20)
 
 /* The source file a tensor's bytes are copied from with copy_file_range (so that a filesystem
- * that can share extents does), while it is still the file that was mapped: same device,
+ * that can share extents does), while it is still the file that was opened: same device,
  * inode, size and modification time. Otherwise, or where the kernel cannot copy between the two
- * files, the mapping's bytes (what the reader saw) are written. */
+ * files, the bytes the reader saw are written: from the mapping, or read through a source that
+ * holds no view of them (a large file opened with TM_OPEN_NO_MMAP). */
 typedef struct source {
-    const tm__map *map; /* the mapping fd belongs to */
-    int fd;             /* -1: write from the mapping */
-    bool no_copy;       /* copy_file_range is not possible here: write from the mappings */
+    const tm__source *map; /* the source fd belongs to */
+    int fd;             /* -1: write what the reader sees */
+    bool no_copy;       /* copy_file_range is not possible here: write what the reader sees */
+    uint8_t *bounce;    /* READ_CHUNK bytes for reading through a source, once needed */
 } source;
 
-static int source_fd(source *s, const tm__map *m)
+/* Bytes read through a source per write. */
+#define READ_CHUNK (4u << 20)
+
+static int source_fd(source *s, const tm__source *m)
 {
     if (s->map == m || s->no_copy)
         return s->no_copy ? -1 : s->fd;
     if (s->fd >= 0)
         close(s->fd);
     s->map = m;
-    s->fd = -1;
-    if (!m || m->kind != TM__MAP_MMAP || !m->path)
-        return -1;
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == m->dev && sb.st_ino == m->ino &&
-        (uint64_t)sb.st_size == m->size && sb.st_mtim.tv_sec == m->mtime.tv_sec &&
-        sb.st_mtim.tv_nsec == m->mtime.tv_nsec)
-        s->fd = fd;
-    else if (fd >= 0)
-        close(fd);
+    s->fd = m ? tm__source_reopen(m) : -1;
     return s->fd;
+}
+
+/* n bytes of t from off, read through its source and written at file offset at + off; what
+ * names t in messages. */
+static tm_status write_through(int fd, source *src, const wtensor *t, const char *what,
+                               uint64_t off, uint64_t at, size_t n, const char *path,
+                               tm_error *err)
+{
+    if (!src->bounce && !(src->bounce = malloc(READ_CHUNK)))
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory copying %s", what);
+    tm_error inner = {0};
+    tm_status st = tm__source_read(t->src, t->src_offset + off, n, src->bounce, &inner);
+    if (st != TM_OK)
+        return tm__fail(err, st, inner.offset, "%s: reading %s from %s: %s", path, what,
+                        t->src->path, inner.message);
+    if (!pwrite_all(fd, src->bounce, n, at + off))
+        return tm__fail(err, TM_IO, at + off, "%s: writing %s at byte %llu: %s", path, what,
+                        (unsigned long long)(at + off), strerror(errno));
+    return TM_OK;
 }
 
 /* t's bytes at file offset at, chunk by chunk, counting *done for the progress; what names t
@@ -758,8 +772,14 @@ static tm_status write_tensor(const tm_writer *w, int fd, source *src, const wte
             }
             if (k == 0)
                 errno = EIO; /* the source ends sooner than when it was mapped */
-        } else {
+        } else if (t->data) {
             k = pwrite_all(fd, (const uint8_t *)t->data + off, n, at + off) ? (ssize_t)n : -1;
+        } else {
+            tm_status st = write_through(fd, src, t, what, off, at,
+                                         n < READ_CHUNK ? n : READ_CHUNK, path, err);
+            if (st != TM_OK)
+                return st;
+            k = (ssize_t)(n < READ_CHUNK ? n : READ_CHUNK);
         }
         if (k <= 0)
             return tm__fail(err, TM_IO, at + off, "%s: writing %s at byte %llu: %s", path, what,
@@ -813,8 +833,8 @@ static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_err
         return tm__fail(err, TM_IO, 0, "%s: writing the header: %s", path, strerror(errno));
     uint64_t total = whole ? w->section.n_bytes : 0, done = 0;
     for (uint64_t i = 0; !whole && i < w->n_tensors; i++)
-        total += w->tensors[i].data ? w->tensors[i].n_bytes : 0;
-    source src = {NULL, -1, false};
+        total += w->tensors[i].data || w->tensors[i].src ? w->tensors[i].n_bytes : 0;
+    source src = {NULL, -1, false, NULL};
     tm_status st = TM_OK;
     if (whole)
         st = write_tensor(w, fd, &src, &w->section, "the data section", data_start, &done, total,
@@ -822,12 +842,13 @@ static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_err
     for (uint64_t i = 0; !whole && i < w->n_tensors && st == TM_OK; i++) {
         char what[32];
         snprintf(what, sizeof what, "tensor %llu", (unsigned long long)i);
-        if (w->tensors[i].data)
+        if (w->tensors[i].data || w->tensors[i].src)
             st = write_tensor(w, fd, &src, &w->tensors[i], what, data_start + w->tensors[i].offset,
                               &done, total, path, err);
     }
     if (src.fd >= 0)
         close(src.fd);
+    free(src.bounce);
     if (st != TM_OK)
         return st;
     if (ftruncate(fd, (off_t)file_size) != 0)
