@@ -380,3 +380,5 @@ def open(path, *, all_shards=False, mmap=True):   # noqa: A001 (the safetensors 
     "ollama:NAME[:TAG]" (the GGUF blob of an Ollama model). all_shards: a safetensors shard
     opens its whole checkpoint. mmap=False reads the file into memory instead of mapping it."""
     return File(path, all_shards=all_shards, mmap=mmap)
+
+from .gguf_reader import GGUFReader, ReaderField, ReaderTensor, GGMLQuantizationType, GGUFValueType  # noqa: E402,F401 (gguf-py-style reader, docs/python.md)
