@@ -158,3 +158,16 @@ def test_refusals(tmp_path):
         gguf.GGUFReader(st)
     with pytest.raises(tensormap.FileError):
         gguf.GGUFReader(tmp_path / "missing.gguf")
+
+
+def test_damaged_file_is_refused_at_the_damage():
+    """Where gguf-py would read on past a damaged length, the reader refuses the file as
+    tensormap.open does: a ValueError naming the byte offset, at or after the damage."""
+    path = corpus_path("damaged", "vocab-phi-3.gguf")
+    with open(path, "rb") as fp:
+        damage_at = fp.read().find(b"\xef\xbf\xbd")
+    with pytest.raises(ValueError) as e:
+        gguf.GGUFReader(path)
+    assert isinstance(e.value, tensormap.InvalidError)
+    assert e.value.offset is not None and e.value.offset >= damage_at > 0
+    assert f"byte {e.value.offset}" in e.value.message
