@@ -381,4 +381,4 @@ def open(path, *, all_shards=False, mmap=True):   # noqa: A001 (the safetensors 
     opens its whole checkpoint. mmap=False reads the file into memory instead of mapping it."""
     return File(path, all_shards=all_shards, mmap=mmap)
 
-from .gguf_reader import GGUFReader, ReaderField, ReaderTensor, GGMLQuantizationType, GGUFValueType  # noqa: E402,F401 (gguf-py-style reader, docs/python.md)
+from .gguf_reader import *  # noqa: E402,F401,F403 gguf-py's reader (docs/python.md); last: it uses the above
