@@ -3,29 +3,35 @@
  * bits per weight, the KV cache at a context), and where the header stops and the data starts.
  * Every number is a field of the file, the library's layout, or counted from them. */
 #include "../cli/cli_util.h"
+#include "../cli/memory.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
 
 static const char help[] =
-    "usage: tensormap info [--json] [--context N] [--kv-type TYPE] FILE\n"
+    "usage: tensormap info [--json] [--context N] [--kv-type TYPE] [--parallel N] FILE\n"
     "\n"
     "Show what a GGUF or safetensors file holds: its size; for GGUF the magic, version, tensor\n"
     "and metadata counts, the architecture and its dimensions (blocks, embedding width,\n"
     "attention heads, key/value heads, feed-forward width, trained context, vocabulary size,\n"
     "merges) and the head width; then the parameter count (exact and in words, 7.62 B), the\n"
-    "bits per weight over the whole file and per tensor type, and the memory the KV cache needs\n"
-    "at a context (the trained context unless --context says otherwise); then where the header\n"
-    "ends and the tensor data starts. For safetensors: the header's length, the tensor and\n"
-    "__metadata__ counts, the parameters and bits per weight, and where the data starts.\n"
-    "The KV cache is worked out for the architectures whose cache layout is known (llama,\n"
-    "mistral, qwen2, qwen3, gemma, and gemma2 and gemma3 with their sliding-window layers) and\n"
-    "said to be unknown for any other. FILE - reads standard input.\n"
+    "bits per weight over the whole file and per tensor type, and the memory llama.cpp\n"
+    "allocates at a context (the trained context unless --context says otherwise): its KV\n"
+    "cache and recurrent state, cell for cell as llama.cpp pads and splits them; then where the\n"
+    "header ends and the tensor data starts. For safetensors: the header's length, the tensor\n"
+    "and __metadata__ counts, the parameters and bits per weight, and where the data starts.\n"
+    "The memory is worked out for the architectures whose layout is modelled (plain attention,\n"
+    "sliding windows, MLA, recurrent and hybrid models; docs/memory.md lists them) and said to\n"
+    "be unknown, by name, for any other. FILE - reads standard input.\n"
     "\n"
-    "  --context N     the KV cache at N tokens\n"
-    "  --kv-type TYPE  the type K and V are cached in: f16 (default), bf16, f32, q8_0, q4_0,\n"
-    "                  q4_1, q5_0, q5_1 or iq4_nl\n"
+    "  --context N       the memory at N tokens (llama.cpp allocates a multiple of 256)\n"
+    "  --kv-type TYPE    the type K and V are cached in: f16 (default), bf16, f32, q8_0, q4_0,\n"
+    "                    q4_1, q5_0, q5_1 or iq4_nl\n"
+    "  --type-k TYPE, --type-v TYPE  K or V alone (llama.cpp's -ctk, -ctv)\n"
+    "  --parallel N      N sequences, each with its own cells (llama.cpp's -np)\n"
+    "  --ubatch N        the micro-batch (512), which sliding-window caches hold extra\n"
+    "  --swa-full        sliding-window layers hold the whole context (llama.cpp's --swa-full)\n"
     "  --json          the same as one JSON object (a dimension the file lacks is null)\n";
 
 /* The architecture's dimensions, as `<arch>.<suffix>` keys. */
@@ -82,7 +88,8 @@ static void print_dim(const tm_kv *kv, const char *label)
 typedef struct numbers {
     cli_weights w;
     bool has_kv;
-    cli_kv_cache_t kv;
+    cli_memory_opts mo;
+    cli_memory_t mem;
     bool context_given;
 } numbers;
 
@@ -111,28 +118,8 @@ static void print_numbers(const numbers *nb)
         row(label, "%s bits, %s weights in %" PRIu64 " tensor%s", bpw, words,
             nb->w.types[i].tensors, CLI_S(nb->w.types[i].tensors));
     }
-    if (!nb->has_kv)
-        return;
-    const cli_kv_cache_t *kv = &nb->kv;
-    char ctx[32];
-    cli_grouped(kv->context, ctx, sizeof ctx);
-    if (!kv->known) {
-        row("KV cache", "at %s tokens: %s", ctx, kv->why);
-        return;
-    }
-    cli_grouped(kv->bytes, exact, sizeof exact);
-    cli_bytes_words(kv->bytes, words, sizeof words);
-    row("KV cache", "%s bytes (%s) at %s tokens%s, K and V in %s", exact, words, ctx,
-        nb->context_given ? "" : " (the trained context)", tm_type_name(kv->type));
-    if (kv->uneven)
-        row("", "%" PRIu64 " layers, heads and widths differing between them", kv->layers);
-    else
-        row("", "%" PRIu64 " layer%s x %" PRIu64 " key/value head%s x (%" PRIu64 " + %" PRIu64
-            ") values per token", kv->layers, CLI_S(kv->layers), kv->kv_heads,
-            CLI_S(kv->kv_heads), kv->key_length, kv->value_length);
-    if (kv->swa_layers)
-        row("", "%" PRIu64 " of them slide over a window of %" PRIu64 " tokens", kv->swa_layers,
-            kv->window);
+    if (nb->has_kv)
+        cli_memory_print(&nb->mem, nb->context_given);
 }
 
 static json_t *numbers_json(const numbers *nb)
@@ -150,25 +137,12 @@ static json_t *numbers_json(const numbers *nb)
                              cli_json_f64(bits_per_weight(nb->w.types[i].bytes,
                                                           nb->w.types[i].weights))));
     }
-    json_t *kv = json_null();
-    if (nb->has_kv && nb->kv.known)
-        kv = json_pack("{s:b, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o}", "known", 1,
-                       "context", cli_json_u64(nb->kv.context), "type", tm_type_name(nb->kv.type),
-                       "bytes", cli_json_u64(nb->kv.bytes), "layers", cli_json_u64(nb->kv.layers),
-                       "kv_heads", cli_json_u64(nb->kv.kv_heads), "key_length",
-                       cli_json_u64(nb->kv.key_length), "value_length",
-                       cli_json_u64(nb->kv.value_length), "uneven_layers", nb->kv.uneven,
-                       "sliding_window_layers", cli_json_u64(nb->kv.swa_layers),
-                       "sliding_window", nb->kv.swa_layers ? cli_json_u64(nb->kv.window)
-                                                           : json_null());
-    else if (nb->has_kv)
-        kv = json_pack("{s:b, s:o, s:s, s:s}", "known", 0, "context",
-                       cli_json_u64(nb->kv.context), "type", tm_type_name(nb->kv.type), "why",
-                       nb->kv.why);
-    return json_pack("{s:o, s:s, s:o, s:o, s:o}", "parameters", cli_json_u64(nb->w.params),
+    json_t *kv = nb->has_kv ? cli_memory_kv_json(&nb->mem) : json_null();
+    json_t *mem = nb->has_kv ? cli_memory_json(&nb->mem) : json_null();
+    return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "parameters", cli_json_u64(nb->w.params),
                      "parameters_in_words", words, "bits_per_weight",
                      cli_json_f64(bits_per_weight(nb->w.bytes, nb->w.params)), "types", types,
-                     "kv_cache", kv);
+                     "kv_cache", kv, "memory", mem);
 }
 
 static bool head_width(const tm_file *f, uint64_t *embd, uint64_t *heads)
@@ -374,10 +348,16 @@ static int run(int argc, char **argv)
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                          {"context", required_argument, NULL, 'c'},
                                          {"kv-type", required_argument, NULL, 'k'},
+                                         {"type-k", required_argument, NULL, 'K'},
+                                         {"type-v", required_argument, NULL, 'V'},
+                                         {"parallel", required_argument, NULL, 'p'},
+                                         {"ubatch", required_argument, NULL, 'u'},
+                                         {"swa-full", no_argument, NULL, 'S'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     bool json = false;
-    numbers nb = {.kv.type = TM_TYPE_F16};
+    numbers nb = {.mo = {.type_k = TM_TYPE_F16, .type_v = TM_TYPE_F16, .n_seq = 1,
+                         .n_ubatch = 512}};
     uint64_t context = 0;
     optind = 1;
     for (int c; (c = cli_getopt(argc, argv, "h", opts, &cmd_info)) != -1;) {
@@ -389,12 +369,29 @@ static int run(int argc, char **argv)
                 return cli_usage(&cmd_info);
             }
             nb.context_given = true;
-        } else if (c == 'k') {
-            if (!kv_type_named(optarg, &nb.kv.type)) {
-                cli_errorf("info: --kv-type: '%s' is not a cache type (f16, bf16, f32, q8_0, "
-                           "q4_0, q4_1, q5_0, q5_1, iq4_nl)", optarg);
+        } else if (c == 'k' || c == 'K' || c == 'V') {
+            tm_type t;
+            if (!kv_type_named(optarg, &t)) {
+                cli_errorf("info: --%s: '%s' is not a cache type (f16, bf16, f32, q8_0, q4_0, "
+                           "q4_1, q5_0, q5_1, iq4_nl)", c == 'k' ? "kv-type" : c == 'K' ? "type-k"
+                           : "type-v", optarg);
                 return cli_usage(&cmd_info);
             }
+            if (c != 'V')
+                nb.mo.type_k = t;
+            if (c != 'K')
+                nb.mo.type_v = t;
+        } else if (c == 'p' || c == 'u') {
+            uint64_t n;
+            if (!cli_parse_u64(optarg, &n) || n == 0 || n > (c == 'p' ? 256 : UINT32_MAX)) {
+                cli_errorf("info: --%s wants a number from 1 to %s, not '%s'",
+                           c == 'p' ? "parallel" : "ubatch", c == 'p' ? "256" : "4294967295",
+                           optarg);
+                return cli_usage(&cmd_info);
+            }
+            *(c == 'p' ? &nb.mo.n_seq : &nb.mo.n_ubatch) = (uint32_t)n;
+        } else if (c == 'S') {
+            nb.mo.swa_full = true;
         } else if (c == 'h') {
             return fputs(help, stdout), CLI_OK;
         } else {
@@ -416,8 +413,9 @@ static int run(int argc, char **argv)
             tm_kv_get_uint(tm_arch_key(f, "context_length"), &context) != TM_OK)
             context = 0;
         nb.has_kv = context > 0;
+        nb.mo.context = context;
         if (nb.has_kv)
-            cli_kv_cache(f, context, nb.kv.type, &nb.kv);
+            cli_memory_plan(f, &nb.mo, &nb.mem);
     }
     if (json) {
         rc = cli_json_emit(to_json(f, arg, l, &nb));
