@@ -47,11 +47,9 @@ FAMILIES = {
     "gpt-oss": ("gpt-oss", {"attention.sliding_window": 128, "expert_count": 4,
                             "expert_used_count": 2, "expert_feed_forward_length": 64,
                             "attention.key_length": 32, "attention.value_length": 32}),
-    "llama4": ("llama4", {"attention.chunk_size"
-                          if False else "attention.sliding_window": 0,
-                          "expert_count": 4, "expert_used_count": 1,
+    "llama4": ("llama4", {"expert_count": 4, "expert_used_count": 1,
                           "expert_feed_forward_length": 64, "interleave_moe_layer_step": 1,
-                          "no_rope_layer_step": 4, "rope.dimension_count": 16}),
+                          "no_rope_layer_step": 4}),
     "deepseek2": ("deepseek2", {"attention.head_count_kv": 1, "attention.q_lora_rank": 32,
                                 "attention.kv_lora_rank": 64, "attention.key_length": 96,
                                 "attention.value_length": 64, "attention.key_length_mla": 48,
@@ -94,7 +92,7 @@ FAMILIES = {
                         "attention.gate_lora_rank": 8, "attention.layer_norm_epsilon": 1e-5,
                         "attention.head_count": 0, "attention.head_count_kv": 0,
                         "feed_forward_length": 224}),
-    "jamba": ("jamba", {"block_count": 8, "ssm.conv_kernel": 4, "ssm.inner_size": 128,
+    "jamba": ("jamba", {"block_count": 8, "ssm.conv_kernel": 4, "ssm.inner_size": 256,
                         "ssm.state_size": 16, "ssm.time_step_rank": 4,
                         "attention.head_count_kv": [0, 0, 0, 0, 2, 0, 0, 0],
                         "expert_count": 4, "expert_used_count": 2}),
@@ -102,7 +100,7 @@ FAMILIES = {
                                 "ssm.state_size": 16, "ssm.time_step_rank": 8,
                                 "ssm.group_count": 1, "attention.key_length": 32,
                                 "attention.value_length": 32}),
-    "granitehybrid": ("granitehybrid", {"ssm.conv_kernel": 4, "ssm.inner_size": 128,
+    "granitehybrid": ("granitehybrid", {"ssm.conv_kernel": 4, "ssm.inner_size": 256,
                                         "ssm.state_size": 16, "ssm.time_step_rank": 8,
                                         "ssm.group_count": 1,
                                         "attention.head_count_kv": [0, 2, 0, 2],
@@ -268,11 +266,14 @@ def main():
         allocations = []
         for c in configs(kv[arch + ".context_length"], recurrent, swa):
             rc, out, err = load(probe, env, path, [c])
-            line = out.strip().splitlines()[-1]
+            lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+            line = lines[0]
+            for more in lines[1:]:
+                line.update(more)
             if rc != 0:
                 # died building its graph (an optional tensor the file lacks), after the cache
-                line += ', "graph_built": false}'
-            allocations.append(json.loads(line))
+                line["graph_built"] = False
+            allocations.append(line)
         header = json.loads(subprocess.run([tool, "header", "--arrays", path], check=True,
                                            capture_output=True, text=True).stdout)
         rec = {"llama_cpp": "%s (node-llama-cpp %s, %s)" % (release, NODE_LLAMA_CPP, lib),

@@ -4,9 +4,10 @@
  *   probe MODEL [N_CTX N_SEQ TYPE_K TYPE_V N_UBATCH SWA_FULL] ...
  *
  * Loads MODEL once (no weights on a GPU), then for each group of six numbers creates a context
- * and prints one JSON line: the bytes of every cache tensor llama.cpp made for it, summed by
- * kind (cache_k_*, cache_v_*, cache_r_*, cache_s_*, and any other cache_*), the cells and
- * layers its log reports, and the compute buffer it reserved. The byte counts are ggml_nbytes
+ * and prints a JSON line: the bytes of every cache tensor llama.cpp made for it, summed by
+ * kind (cache_k_*, cache_v_*, cache_r_*, cache_s_*, and any other cache_*), and the cells and
+ * layers its log reports; then, once the context is made, a line with the compute buffer it
+ * reserved (or a line with the error that stopped it). The byte counts are ggml_nbytes
  * of the tensors themselves, taken as llama.cpp hands them to the allocator, so they are exact
  * where the log's "%.2f MiB" is not. A model that does not load prints {"error": ...}. */
 #define _GNU_SOURCE
@@ -67,6 +68,7 @@ static void print_cache(void)
     json_log_line("llama_kv_cache: size =");
     printf(", \"rs_log\": ");
     json_log_line("llama_memory_recurrent: size =");
+    printf("}\n");
     fflush(stdout);
 }
 
@@ -155,14 +157,14 @@ int main(int argc, char **argv)
         fflush(stdout);
         struct llama_context *ctx = llama_init_from_model(model, cp);
         if (!ctx) {
-            printf(", \"error\": ");
+            printf("%s\"error\": ", cache_printed ? "{" : ", ");
             json_log_line("llama_init_from_model");
             printf("}\n");
             continue;
         }
         if (!cache_printed)
-            printf(", \"no_memory\": true");
-        printf(", \"n_ctx_allocated\": %u, \"compute_log\": ", llama_n_ctx(ctx));
+            printf(", \"no_memory\": true}\n");
+        printf("{\"n_ctx_allocated\": %u, \"compute_log\": ", llama_n_ctx(ctx));
         json_log_line("compute buffer size =");
         printf("}\n");
         fflush(stdout);

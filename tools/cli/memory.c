@@ -356,7 +356,8 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
             return WHY("none: %" PRIu64 " values per token in layer %" PRIu64 " are not whole "
                        "blocks of %s", kn, il, tm_type_name(o->type_k));
         if (!add_product(&m->k_bytes, k_row, cells * m->n_seq) ||
-            !add_product(&m->v_bytes, v_row, cells * m->n_seq))
+            !add_product(&m->v_bytes, v_row, cells * m->n_seq) ||
+            !add_product(&m->layer_bytes[il], k_row + v_row, cells * m->n_seq))
             return WHY("unknown: more than 2^64 bytes");
         m->kv_layers++;
         m->swa_layers += l->swa;
@@ -398,7 +399,8 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
             m->recr_layers++;
             /* f32, one row per sequence (rs_size = max(1, n_seq_max)) */
             if (!add_product(&m->r_bytes, r * 4, m->n_seq) ||
-                !add_product(&m->s_bytes, s * 4, m->n_seq))
+                !add_product(&m->s_bytes, s * 4, m->n_seq) ||
+                !add_product(&m->layer_bytes[il], (r + s) * 4, m->n_seq))
                 return WHY("unknown: more than 2^64 bytes");
         }
     }

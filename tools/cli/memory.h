@@ -34,15 +34,39 @@ typedef struct cli_memory_t {
     /* the recurrent state (f32) */
     uint64_t recr_layers, r_bytes, s_bytes;
     uint64_t bytes; /* all of it */
+    uint64_t layer_bytes[CLI_MEMORY_MAX_LAYERS]; /* of it, each layer's (its device holds it) */
 } cli_memory_t;
 
 bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m);
 /* "llama, qwen2, ...": the architectures cli_memory_plan models. */
 const char *cli_memory_known_archs(void);
 
+/* The plan: [0] the CPU's bytes, [1] the GPU's, with the last gpu_layers of the block_count
+ * repeating layers and the output layer offloaded, as llama.cpp places them. */
+typedef struct cli_plan_t {
+    uint32_t gpu_layers;
+    uint64_t gpu_start;   /* the first offloaded block */
+    struct {
+        tm_type type;
+        uint64_t bytes[2];
+    } types[CLI_MAX_TYPES];
+    size_t n_types;
+    uint64_t weights[2], cache[2], total[2];
+    uint64_t tied_copy;   /* token_embd copied for the output on the GPU */
+    uint64_t compute;     /* an estimate, not worked out from the graph */
+} cli_plan_t;
+void cli_plan_make(const tm_file *f, const cli_memory_t *m, uint32_t gpu_layers, cli_plan_t *p);
+/* The largest context (a multiple of 256 per sequence) whose plan fits budget bytes: on the
+ * GPU with layers offloaded, over everything without; 0 when even 256 cells do not. False
+ * when the memory is unknown (m->why). m is left the memory at the answer. */
+bool cli_plan_fit(const tm_file *f, const cli_memory_opts *o, uint32_t gpu_layers,
+                  uint64_t budget, uint64_t *context, cli_memory_t *m);
+
 /* info's rows for it (context_given: the context was asked, not the trained one), and its
  * JSON: the `memory` object, and the older `kv_cache` object (K and V only). */
 void cli_memory_print(const cli_memory_t *m, bool context_given);
+void cli_plan_print(const cli_plan_t *p, const cli_memory_t *m);
+json_t *cli_plan_json(const cli_plan_t *p);
 json_t *cli_memory_json(const cli_memory_t *m);
 json_t *cli_memory_kv_json(const cli_memory_t *m);
 

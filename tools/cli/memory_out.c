@@ -125,3 +125,62 @@ json_t *cli_memory_json(const cli_memory_t *m)
                      "recurrent", rs, "nextn_layers", cli_json_u64(m->nextn_layers), "bytes",
                      cli_json_u64(m->bytes));
 }
+
+/* "4,194,304 bytes (4 MiB): weights 1, cache 2, compute 3 (an estimate)" */
+static void device_row(const char *label, const cli_plan_t *p, int d, bool compute_here)
+{
+    char b[96], w[32], c[32], e[32];
+    cli_grouped(p->weights[d], w, sizeof w);
+    cli_grouped(p->cache[d], c, sizeof c);
+    cli_grouped(compute_here ? p->compute : 0, e, sizeof e);
+    row(label, "%s: weights %s, cache %s%s%s%s", bytes_text(p->total[d], b, sizeof b), w, c,
+        compute_here ? ", compute ~" : "", compute_here ? e : "",
+        compute_here ? " (an estimate)" : "");
+}
+
+void cli_plan_print(const cli_plan_t *p, const cli_memory_t *m)
+{
+    char b[96];
+    uint64_t blocks = m->layers, on_gpu = blocks > p->gpu_start ? blocks - p->gpu_start : 0;
+    printf("the plan, as llama.cpp would place it\n");
+    if (p->gpu_layers == 0)
+        row("placement", "everything on the CPU (--gpu-layers 0)");
+    else
+        row("placement", "%" PRIu64 " of %" PRIu64 " blocks%s on the GPU (--gpu-layers %" PRIu32
+            "); the input embedding stays on the CPU", on_gpu, blocks,
+            p->gpu_layers > 0 ? " and the output layer" : "", p->gpu_layers);
+    for (size_t i = 0; p->gpu_layers && i < p->n_types; i++) {
+        const char *tn = tm_type_name(p->types[i].type);
+        char label[40], cpu[32], gpu[32];
+        snprintf(label, sizeof label, "  %s", tn ? tn : "unknown");
+        cli_grouped(p->types[i].bytes[0], cpu, sizeof cpu);
+        cli_grouped(p->types[i].bytes[1], gpu, sizeof gpu);
+        row(label, "%s bytes on the CPU, %s on the GPU", cpu, gpu);
+    }
+    if (p->tied_copy)
+        row("", "the output reuses token_embd: the GPU holds a copy of it");
+    device_row("on the CPU", p, 0, p->gpu_layers == 0);
+    if (p->gpu_layers)
+        device_row("on the GPU", p, 1, true);
+    row("total", "%s", bytes_text(p->total[0] + p->total[1], b, sizeof b));
+}
+
+json_t *cli_plan_json(const cli_plan_t *p)
+{
+    json_t *types = json_array();
+    for (size_t i = 0; types && i < p->n_types; i++) {
+        const char *tn = tm_type_name(p->types[i].type);
+        json_array_append_new(types, json_pack("{s:s, s:o, s:o}", "type", tn ? tn : "unknown",
+                                               "cpu_bytes", cli_json_u64(p->types[i].bytes[0]),
+                                               "gpu_bytes", cli_json_u64(p->types[i].bytes[1])));
+    }
+    return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o}",
+                     "gpu_layers", (int)p->gpu_layers, "types", types, "cpu_weights",
+                     cli_json_u64(p->weights[0]), "gpu_weights", cli_json_u64(p->weights[1]),
+                     "cpu_cache", cli_json_u64(p->cache[0]), "gpu_cache",
+                     cli_json_u64(p->cache[1]), "compute_estimate", cli_json_u64(p->compute),
+                     "compute_on", json_string(p->gpu_layers ? "gpu" : "cpu"), "estimate", 1,
+                     "cpu_total", cli_json_u64(p->total[0]), "gpu_total",
+                     cli_json_u64(p->total[1]), "total",
+                     cli_json_u64(p->total[0] + p->total[1]));
+}

@@ -90,6 +90,11 @@ typedef struct numbers {
     bool has_kv;
     cli_memory_opts mo;
     cli_memory_t mem;
+    cli_plan_t plan;
+    uint32_t gpu_layers;
+    bool fit;             /* --fit: the context is the largest that fits `budget` */
+    bool fit_known;
+    uint64_t budget;
     bool context_given;
 } numbers;
 
@@ -118,8 +123,25 @@ static void print_numbers(const numbers *nb)
         row(label, "%s bits, %s weights in %" PRIu64 " tensor%s", bpw, words,
             nb->w.types[i].tensors, CLI_S(nb->w.types[i].tensors));
     }
-    if (nb->has_kv)
-        cli_memory_print(&nb->mem, nb->context_given);
+    if (!nb->has_kv)
+        return;
+    if (nb->fit) {
+        char b[32], c[32];
+        cli_grouped(nb->budget, b, sizeof b);
+        cli_grouped(nb->mem.context, c, sizeof c);
+        if (!nb->fit_known)
+            row("fit", "in %s bytes: %s", b, nb->mem.why);
+        else if (nb->mem.context == 0 || !nb->mem.known)
+            row("fit", "in %s bytes: not even 256 tokens", b);
+        else
+            row("fit", "in %s bytes%s: at most %s tokens", b,
+                nb->gpu_layers ? " of GPU memory" : "", c);
+        if (!nb->fit_known)
+            return;
+    }
+    cli_memory_print(&nb->mem, nb->context_given || nb->fit);
+    if (nb->mem.known)
+        cli_plan_print(&nb->plan, &nb->mem);
 }
 
 static json_t *numbers_json(const numbers *nb)
@@ -139,6 +161,13 @@ static json_t *numbers_json(const numbers *nb)
     }
     json_t *kv = nb->has_kv ? cli_memory_kv_json(&nb->mem) : json_null();
     json_t *mem = nb->has_kv ? cli_memory_json(&nb->mem) : json_null();
+    if (json_is_object(mem) && nb->mem.known)
+        json_object_set_new(mem, "plan", cli_plan_json(&nb->plan));
+    if (json_is_object(mem) && nb->fit)
+        json_object_set_new(mem, "fit", json_pack("{s:o, s:o}", "budget", cli_json_u64(nb->budget),
+                                                  "context", nb->fit_known
+                                                      ? cli_json_u64(nb->mem.context)
+                                                      : json_null()));
     return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "parameters", cli_json_u64(nb->w.params),
                      "parameters_in_words", words, "bits_per_weight",
                      cli_json_f64(bits_per_weight(nb->w.bytes, nb->w.params)), "types", types,
@@ -343,6 +372,34 @@ static bool kv_type_named(const char *name, tm_type *out)
     return false;
 }
 
+/* "8589934592", "8GiB", "8 GiB", "512MiB": a budget in bytes. */
+static bool budget_bytes(const char *s, uint64_t *out)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+    char num[32];
+    size_t n = strspn(s, "0123456789");
+    if (n == 0 || n >= sizeof num)
+        return false;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    uint64_t v;
+    if (!cli_parse_u64(num, &v))
+        return false;
+    const char *unit = s + n + (s[n] == ' ');
+    if (*unit == '\0') {
+        *out = v;
+        return true;
+    }
+    for (int u = 0; u < 4; u++)
+        if (strcmp(unit, units[u]) == 0) {
+            if (v > UINT64_MAX >> (10 * (u + 1)))
+                return false;
+            *out = v << (10 * (u + 1));
+            return true;
+        }
+    return false;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
@@ -353,6 +410,8 @@ static int run(int argc, char **argv)
                                          {"parallel", required_argument, NULL, 'p'},
                                          {"ubatch", required_argument, NULL, 'u'},
                                          {"swa-full", no_argument, NULL, 'S'},
+                                         {"gpu-layers", required_argument, NULL, 'g'},
+                                         {"fit", required_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     bool json = false;
@@ -392,6 +451,20 @@ static int run(int argc, char **argv)
             *(c == 'p' ? &nb.mo.n_seq : &nb.mo.n_ubatch) = (uint32_t)n;
         } else if (c == 'S') {
             nb.mo.swa_full = true;
+        } else if (c == 'g') {
+            uint64_t n;
+            if (!cli_parse_u64(optarg, &n) || n > 100000) {
+                cli_errorf("info: --gpu-layers wants a number of layers, not '%s'", optarg);
+                return cli_usage(&cmd_info);
+            }
+            nb.gpu_layers = (uint32_t)n;
+        } else if (c == 'f') {
+            if (!budget_bytes(optarg, &nb.budget)) {
+                cli_errorf("info: --fit wants a number of bytes (or with KiB, MiB, GiB, TiB), "
+                           "not '%s'", optarg);
+                return cli_usage(&cmd_info);
+            }
+            nb.fit = true;
         } else if (c == 'h') {
             return fputs(help, stdout), CLI_OK;
         } else {
@@ -412,10 +485,14 @@ static int run(int argc, char **argv)
         if (!nb.context_given &&
             tm_kv_get_uint(tm_arch_key(f, "context_length"), &context) != TM_OK)
             context = 0;
-        nb.has_kv = context > 0;
+        nb.has_kv = context > 0 || nb.fit;
         nb.mo.context = context;
-        if (nb.has_kv)
+        if (nb.fit)
+            nb.fit_known = cli_plan_fit(f, &nb.mo, nb.gpu_layers, nb.budget, &context, &nb.mem);
+        else if (nb.has_kv)
             cli_memory_plan(f, &nb.mo, &nb.mem);
+        if (nb.has_kv && nb.mem.known)
+            cli_plan_make(f, &nb.mem, nb.gpu_layers, &nb.plan);
     }
     if (json) {
         rc = cli_json_emit(to_json(f, arg, l, &nb));
