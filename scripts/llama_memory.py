@@ -116,6 +116,17 @@ FAMILIES = {
                                 "rope.dimension_count": 8}),
     "lfm2": ("lfm2", {"shortconv.l_cache": 3,
                       "attention.head_count_kv": [0, 2, 0, 2]}),
+    "lfm2-swa": ("lfm2", {"shortconv.l_cache": 3, "attention.sliding_window": 64,
+                          "attention.head_count_kv": [0, 2, 0, 2]}),
+    "qwen2moe": ("qwen2moe", {"expert_count": 4, "expert_used_count": 2,
+                              "expert_feed_forward_length": 32,
+                              "expert_shared_feed_forward_length": 32}),
+    "qwen3moe": ("qwen3moe", {"expert_count": 4, "expert_used_count": 2,
+                              "expert_feed_forward_length": 32, "attention.key_length": 64,
+                              "attention.value_length": 64}),
+    "gemma": ("gemma", {"attention.key_length": 32, "attention.value_length": 32}),
+    "gemma3-no-window": ("gemma3", {"attention.key_length": 32, "attention.value_length": 32}),
+    "mistral3": ("mistral3", {}),
 }
 
 # Tensors llama.cpp does not require but whose absence a graph does not survive.
@@ -214,6 +225,14 @@ def build(probe, env, alias, arch, extra, path):
     sys.exit("%s: no end to llama.cpp's missing tensors" % alias)
 
 
+def write_record(f, rec):
+    """One allocation a line, the header on one line: readable, and small."""
+    f.write('{"llama_cpp": %s, "architecture": %s,\n "allocations": [\n  ' %
+            (json.dumps(rec["llama_cpp"]), json.dumps(rec["architecture"])))
+    f.write(",\n  ".join(json.dumps(a) for a in rec["allocations"]))
+    f.write('\n ],\n "header": %s}\n' % json.dumps(rec["header"], separators=(",", ":")))
+
+
 def configs(trained, recurrent, swa):
     """What to ask for: every context in f16, the cache types at one context, sequences, and
     for sliding windows the micro-batch and the full-size switch."""
@@ -280,8 +299,7 @@ def main():
                "architecture": arch, "header": header,
                "allocations": allocations}
         with open(os.path.join(outdir, alias + ".json"), "w") as f:
-            json.dump(rec, f, indent=1)
-            f.write("\n")
+            write_record(f, rec)
         print("%s: %d allocations, %d tensors" % (alias, len(rec["allocations"]), len(tensors)))
 
 

@@ -43,6 +43,7 @@ enum swa_rule {
     SWA_REQUIRED,      /* cohere2, gpt-oss, gemma3n: the window must be in the file */
     SWA_IF_POSITIVE,   /* gemma3: no window (or 0), no sliding */
     SWA_CHUNKED_8192,  /* llama4: chunks of 8192 whatever the key says, unless it is 0 */
+    SWA_ATTN_LAYERS,   /* lfm2: a window above 0 makes every attention layer slide */
 };
 
 static const struct arch {
@@ -77,7 +78,7 @@ static const struct arch {
     {"rwkv7", RECURRENT, SWA_NONE, 0, 0, -1, RECR_ALL, false},
     {"jamba", HYBRID, SWA_NONE, 0, 0, -1, RECR_NO_KV_HEADS, false},
     {"granitehybrid", HYBRID, SWA_NONE, 0, 0, -1, RECR_NO_KV_HEADS, false},
-    {"lfm2", HYBRID, SWA_NONE, 0, 0, -1, RECR_NO_KV_HEADS, false},
+    {"lfm2", HYBRID, SWA_ATTN_LAYERS, 0, 0, -1, RECR_NO_KV_HEADS, false},
     {"falcon-h1", HYBRID, SWA_NONE, 0, 0, -1, RECR_ALL, false},
     {"qwen3next", HYBRID, SWA_NONE, 0, 0, -1, RECR_INTERVAL, true},
     NOT_CACHED("bert", NO_MEMORY),
@@ -279,13 +280,14 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
         return WHY("unknown: attention.sliding_window is not a count");
     if (a->swa == SWA_REQUIRED && !wkey)
         return WHY("unknown: no attention.sliding_window in the file (llama.cpp requires it)");
-    if (a->swa == SWA_IF_POSITIVE && (!wkey || window == 0))
+    if ((a->swa == SWA_IF_POSITIVE || a->swa == SWA_ATTN_LAYERS) && (!wkey || window == 0))
         swa = false;
     if (a->swa == SWA_CHUNKED_8192) {
         swa = !(wkey && window == 0);
         window = 8192; /* llama4.cpp: chunked attention of 8192, not the key's value */
     }
-    if (swa && !opt_count(f, "attention.sliding_window_pattern", period, &period))
+    if (swa && a->swa != SWA_ATTN_LAYERS &&
+        !opt_count(f, "attention.sliding_window_pattern", period, &period))
         return WHY("unknown: attention.sliding_window_pattern is not a count (a per-layer "
                    "pattern is not modelled here)");
 
@@ -310,16 +312,19 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
         if (kv_heads && !count_at(kv_heads, il, &l->kv_heads))
             return WHY("unknown: attention.head_count_kv for layer %" PRIu64 " is not a count",
                        il);
-        l->swa = swa && il < n_layer && (period == 0 || il % period < period - 1);
-        l->head_k = l->swa ? head_k_swa : head_k;
-        l->head_v = l->swa ? head_v_swa : head_v;
-        l->has_kv = a->kv_from_start < 0 || il < (uint64_t)a->kv_from_start;
         switch (a->recr) {
         case RECR_NONE: l->recr = false; break;
         case RECR_ALL: l->recr = il < n_layer; break;
         case RECR_NO_KV_HEADS: l->recr = il < n_layer && l->kv_heads == 0; break;
         case RECR_INTERVAL: l->recr = il < n_layer && (il + 1) % interval != 0; break;
         }
+        if (a->swa == SWA_ATTN_LAYERS)
+            l->swa = swa && il < n_layer && !l->recr;
+        else
+            l->swa = swa && il < n_layer && (period == 0 || il % period < period - 1);
+        l->head_k = l->swa ? head_k_swa : head_k;
+        l->head_v = l->swa ? head_v_swa : head_v;
+        l->has_kv = a->kv_from_start < 0 || il < (uint64_t)a->kv_from_start;
         if (il < n_layer && quantized(o->type_k) && l->head_k % tm_type_block_elems(o->type_k))
             return WHY("none: llama.cpp refuses K in %s: its blocks of %" PRIu32 " do not divide "
                        "a head of %" PRIu64 " (layer %" PRIu64 ")", tm_type_name(o->type_k),
