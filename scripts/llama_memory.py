@@ -140,7 +140,9 @@ class I32(int):
 
 
 # ---- a GGUF writer: the metadata given, the tensors llama.cpp asks for, zero weights -------
-def gguf_bytes(kv, tensors):
+def gguf_header(kv, tensors, types=None):
+    """The header (padded to the data) and the data's size; tensors f32 unless types names
+    another ggml type id for them."""
     def s(x):
         b = x.encode()
         return struct.pack("<Q", len(b)) + b
@@ -166,13 +168,19 @@ def gguf_bytes(kv, tensors):
     offset = 0
     for name, shape in tensors:
         out += s(name) + struct.pack("<I", len(shape)) + struct.pack("<%dQ" % len(shape), *shape)
-        out += struct.pack("<IQ", 0, offset)  # f32
-        n = 4
+        type_id, block_elems, block_bytes = (types or {}).get(name, (0, 1, 4))  # f32
+        out += struct.pack("<IQ", type_id, offset)
+        n = 1
         for d in shape:
             n *= d
-        offset += (n + 31) // 32 * 32
+        offset += (n // block_elems * block_bytes + 31) // 32 * 32
     out += b"\0" * (-len(out) % 32)
-    return out + b"\0" * offset
+    return out, offset
+
+
+def gguf_bytes(kv, tensors):
+    header, data = gguf_header(kv, tensors)
+    return header + b"\0" * data
 
 
 def metadata(arch, extra):

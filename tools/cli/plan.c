@@ -75,11 +75,15 @@ static uint64_t compute_estimate(const tm_file *f, const cli_memory_t *m)
             e.as.u > ff)
             ff = e.as.u;
     }
+    /* the vocabulary: the tokenizer's, else the embedding's rows */
     const tm_kv *tokens = tm_kv_find(f, "tokenizer.ggml.tokens");
+    const tm_tensor *embd_t = tm_tensor_find(f, "token_embd.weight");
     if (tokens && tokens->type == TM_V_ARRAY)
         vocab = tokens->count;
     else if (tm_kv_get_uint(tm_arch_key(f, "vocab_size"), &v) == TM_OK)
         vocab = v;
+    else if (embd_t && embd_t->n_dims == 2)
+        vocab = embd_t->ne[1];
     uint64_t per_token = vocab + 4 * embd + 2 * ff, out;
     if (per_token > UINT64_MAX / 4 / (m->n_ubatch ? m->n_ubatch : 1))
         return UINT64_MAX;
