@@ -10,7 +10,8 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: tensormap info [--json] [--context N] [--kv-type TYPE] [--parallel N] FILE\n"
+    "usage: tensormap info [--json] [--context N | --fit BYTES] [--kv-type TYPE] [--parallel N]\n"
+    "                      [--gpu-layers N] FILE\n"
     "\n"
     "Show what a GGUF or safetensors file holds: its size; for GGUF the magic, version, tensor\n"
     "and metadata counts, the architecture and its dimensions (blocks, embedding width,\n"
@@ -32,7 +33,10 @@ static const char help[] =
     "  --parallel N      N sequences, each with its own cells (llama.cpp's -np)\n"
     "  --ubatch N        the micro-batch (512), which sliding-window caches hold extra\n"
     "  --swa-full        sliding-window layers hold the whole context (llama.cpp's --swa-full)\n"
-    "  --json          the same as one JSON object (a dimension the file lacks is null)\n";
+    "  --gpu-layers N    the plan with the last N layers (and the output) on a GPU (-ngl)\n"
+    "  --fit BYTES       the largest context whose plan fits BYTES (8GiB, 512MiB, or bytes): on\n"
+    "                    the GPU with --gpu-layers, over everything without\n"
+    "  --json            the same as one JSON object (a dimension the file lacks is null)\n";
 
 /* The architecture's dimensions, as `<arch>.<suffix>` keys. */
 static const struct dim {
