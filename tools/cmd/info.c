@@ -98,7 +98,7 @@ typedef struct numbers {
     uint32_t gpu_layers;
     bool fit;             /* --fit: the context is the largest that fits `budget` */
     bool fit_known;
-    uint64_t budget;
+    uint64_t budget, fit_context; /* 0: not even 256 cells fit */
     bool context_given;
 } numbers;
 
@@ -135,12 +135,12 @@ static void print_numbers(const numbers *nb)
         cli_grouped(nb->mem.context, c, sizeof c);
         if (!nb->fit_known)
             row("fit", "in %s bytes: %s", b, nb->mem.why);
-        else if (nb->mem.context == 0 || !nb->mem.known)
+        else if (nb->fit_context == 0)
             row("fit", "in %s bytes: not even 256 tokens", b);
         else
             row("fit", "in %s bytes%s: at most %s tokens", b,
                 nb->gpu_layers ? " of GPU memory" : "", c);
-        if (!nb->fit_known)
+        if (!nb->fit_known || nb->fit_context == 0)
             return;
     }
     cli_memory_print(&nb->mem, nb->context_given || nb->fit);
@@ -170,7 +170,7 @@ static json_t *numbers_json(const numbers *nb)
     if (json_is_object(mem) && nb->fit)
         json_object_set_new(mem, "fit", json_pack("{s:o, s:o}", "budget", cli_json_u64(nb->budget),
                                                   "context", nb->fit_known
-                                                      ? cli_json_u64(nb->mem.context)
+                                                      ? cli_json_u64(nb->fit_context)
                                                       : json_null()));
     return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "parameters", cli_json_u64(nb->w.params),
                      "parameters_in_words", words, "bits_per_weight",
@@ -492,7 +492,8 @@ static int run(int argc, char **argv)
         nb.has_kv = context > 0 || nb.fit;
         nb.mo.context = context;
         if (nb.fit)
-            nb.fit_known = cli_plan_fit(f, &nb.mo, nb.gpu_layers, nb.budget, &context, &nb.mem);
+            nb.fit_known =
+                cli_plan_fit(f, &nb.mo, nb.gpu_layers, nb.budget, &nb.fit_context, &nb.mem);
         else if (nb.has_kv)
             cli_memory_plan(f, &nb.mo, &nb.mem);
         if (nb.has_kv && nb.mem.known)
