@@ -41,6 +41,11 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
 /* "llama, qwen2, ...": the architectures cli_memory_plan models. */
 const char *cli_memory_known_archs(void);
 
+/* A safetensors checkpoint's dimensions from the config.json beside it (tools/cli/hfconfig.c),
+ * as a header-only GGUF for cli_memory_plan to read; NULL with why said when it is absent,
+ * unreadable, or of a model type not mapped. Close it with tm_close. */
+tm_file *cli_config_model(const char *model_path, char *why, size_t why_size);
+
 /* The plan: [0] the CPU's bytes, [1] the GPU's, with the last gpu_layers of the block_count
  * repeating layers and the output layer offloaded, as llama.cpp places them. */
 typedef struct cli_plan_t {
@@ -55,12 +60,15 @@ typedef struct cli_plan_t {
     uint64_t tied_copy;   /* token_embd copied for the output on the GPU */
     uint64_t compute;     /* an estimate, not worked out from the graph */
 } cli_plan_t;
-void cli_plan_make(const tm_file *f, const cli_memory_t *m, uint32_t gpu_layers, cli_plan_t *p);
+/* weights: the file whose tensors are placed; meta: the one whose metadata sized m (the same
+ * file, or a safetensors checkpoint's config) */
+void cli_plan_make(const tm_file *weights, const tm_file *meta, const cli_memory_t *m,
+                   uint32_t gpu_layers, cli_plan_t *p);
 /* The largest context (a multiple of 256 per sequence) whose plan fits budget bytes: on the
  * GPU with layers offloaded, over everything without; 0 when even 256 cells do not. False
  * when the memory is unknown (m->why). m is left the memory at the answer. */
-bool cli_plan_fit(const tm_file *f, const cli_memory_opts *o, uint32_t gpu_layers,
-                  uint64_t budget, uint64_t *context, cli_memory_t *m);
+bool cli_plan_fit(const tm_file *weights, const tm_file *meta, const cli_memory_opts *o,
+                  uint32_t gpu_layers, uint64_t budget, uint64_t *context, cli_memory_t *m);
 
 /* info's rows for it (context_given: the context was asked, not the trained one), and its
  * JSON: the `memory` object, and the older `kv_cache` object (K and V only). */

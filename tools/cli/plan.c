@@ -6,7 +6,8 @@
  * the output layer, the last N go to the GPU (i_gpu_start = block_count + 1 - N); the input
  * layer (token_embd, and position and token-type embeddings) always stays on the CPU. A model
  * without output.weight reuses token_embd for its output (TENSOR_DUPLICATED): the output's
- * device then holds a copy of it. The cache of a layer lives on that layer's device
+ * device then holds a copy of it. A Hugging Face checkpoint's tensors are placed by the same
+ * rule under their own names (model.layers.N., model.embed_tokens, lm_head). The cache of a layer lives on that layer's device
  * (offload_kqv, llama.cpp's default). The compute buffer is not worked out from the graph; its
  * estimate is said to be one. */
 #include "memory.h"
@@ -15,19 +16,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "blk.N." gives N; anything else is not a repeating layer's. */
+/* "blk.N." (GGUF) or "model.layers.N." (a Hugging Face checkpoint) gives N; anything else is
+ * not a repeating layer's. */
 static bool block_of(tm_str name, uint64_t *n)
 {
-    if (name.len < 6 || memcmp(name.ptr, "blk.", 4) != 0)
-        return false;
-    uint64_t v = 0;
-    size_t i = 4;
-    for (; i < name.len && name.ptr[i] >= '0' && name.ptr[i] <= '9' && v < 1000000; i++)
-        v = v * 10 + (uint64_t)(name.ptr[i] - '0');
-    if (i == 4 || i >= name.len || name.ptr[i] != '.')
-        return false;
-    *n = v;
-    return true;
+    static const char *const prefixes[] = {"blk.", "model.layers."};
+    for (size_t k = 0; k < 2; k++) {
+        size_t at = strlen(prefixes[k]), i = at;
+        if (name.len <= at || memcmp(name.ptr, prefixes[k], at) != 0)
+            continue;
+        uint64_t v = 0;
+        for (; i < name.len && name.ptr[i] >= '0' && name.ptr[i] <= '9' && v < 1000000; i++)
+            v = v * 10 + (uint64_t)(name.ptr[i] - '0');
+        if (i == at || i >= name.len || name.ptr[i] != '.')
+            return false;
+        *n = v;
+        return true;
+    }
+    return false;
 }
 
 static bool named(tm_str s, const char *name)
@@ -35,10 +41,20 @@ static bool named(tm_str s, const char *name)
     return s.len == strlen(name) && memcmp(s.ptr, name, s.len) == 0;
 }
 
+/* the input layer's tensors (the converter's token_embd is the checkpoint's embed_tokens) */
+static bool is_embedding(tm_str s)
+{
+    return named(s, "token_embd.weight") || named(s, "model.embed_tokens.weight");
+}
+
 static bool is_input(tm_str s)
 {
-    return named(s, "token_embd.weight") || named(s, "position_embd.weight") ||
-           named(s, "token_types.weight");
+    return is_embedding(s) || named(s, "position_embd.weight") || named(s, "token_types.weight");
+}
+
+static bool is_output(tm_str s)
+{
+    return named(s, "output.weight") || named(s, "lm_head.weight");
 }
 
 static void add_weight(cli_plan_t *p, tm_type type, uint64_t bytes, bool gpu)
@@ -60,7 +76,7 @@ static void add_weight(cli_plan_t *p, tm_type type, uint64_t bytes, bool gpu)
  * and a layer's widest intermediates (the embedding four times over, the feed-forward twice),
  * in f32. A rough rule that comes within a few percent of what llama.cpp reserved for the
  * recorded models on a CPU; a GPU backend's differs. */
-static uint64_t compute_estimate(const tm_file *f, const cli_memory_t *m)
+static uint64_t compute_estimate(const tm_file *f, const tm_file *weights, const cli_memory_t *m)
 {
     uint64_t embd = 0, ff = 0, vocab = 0, v;
     tm_kv_get_uint(tm_arch_key(f, "embedding_length"), &embd);
@@ -77,7 +93,7 @@ static uint64_t compute_estimate(const tm_file *f, const cli_memory_t *m)
     }
     /* the vocabulary: the tokenizer's, else the embedding's rows */
     const tm_kv *tokens = tm_kv_find(f, "tokenizer.ggml.tokens");
-    const tm_tensor *embd_t = tm_tensor_find(f, "token_embd.weight");
+    const tm_tensor *embd_t = tm_tensor_find(weights, "token_embd.weight");
     if (tokens && tokens->type == TM_V_ARRAY)
         vocab = tokens->count;
     else if (tm_kv_get_uint(tm_arch_key(f, "vocab_size"), &v) == TM_OK)
@@ -91,13 +107,14 @@ static uint64_t compute_estimate(const tm_file *f, const cli_memory_t *m)
     return out;
 }
 
-void cli_plan_make(const tm_file *f, const cli_memory_t *m, uint32_t gpu_layers, cli_plan_t *p)
+void cli_plan_make(const tm_file *f, const tm_file *meta, const cli_memory_t *m,
+                   uint32_t gpu_layers, cli_plan_t *p)
 {
     memset(p, 0, sizeof *p);
     p->gpu_layers = gpu_layers;
     uint64_t n_all = m->layers;
     if (n_all == 0)
-        tm_kv_get_uint(tm_arch_key(f, "block_count"), &n_all);
+        tm_kv_get_uint(tm_arch_key(meta, "block_count"), &n_all);
     uint64_t start = gpu_layers > n_all + 1 ? 0 : n_all + 1 - gpu_layers;
     p->gpu_start = start;
     bool output_on_gpu = gpu_layers > 0, has_output = false;
@@ -112,9 +129,9 @@ void cli_plan_make(const tm_file *f, const cli_memory_t *m, uint32_t gpu_layers,
             gpu = false;
         else
             gpu = output_on_gpu;
-        if (named(t->name, "output.weight"))
+        if (is_output(t->name))
             has_output = true;
-        if (named(t->name, "token_embd.weight"))
+        if (is_embedding(t->name))
             embd = t;
         add_weight(p, t->type, t->n_bytes, gpu);
     }
@@ -125,7 +142,7 @@ void cli_plan_make(const tm_file *f, const cli_memory_t *m, uint32_t gpu_layers,
     if (m->known)
         for (uint64_t il = 0; il < m->layers && il < CLI_MEMORY_MAX_LAYERS; il++)
             p->cache[gpu_layers > 0 && il >= start] += m->layer_bytes[il];
-    p->compute = m->known ? compute_estimate(f, m) : 0;
+    p->compute = m->known ? compute_estimate(meta, f, m) : 0;
     p->total[0] = p->weights[0] + p->cache[0];
     p->total[1] = p->weights[1] + p->cache[1];
     /* the compute buffer sits on the device that computes: the GPU when any layer is there */
@@ -138,8 +155,8 @@ static uint64_t budgeted(const cli_plan_t *p)
     return p->gpu_layers > 0 ? p->total[1] : p->total[0] + p->total[1];
 }
 
-bool cli_plan_fit(const tm_file *f, const cli_memory_opts *o, uint32_t gpu_layers,
-                  uint64_t budget, uint64_t *context, cli_memory_t *m)
+bool cli_plan_fit(const tm_file *f, const tm_file *meta, const cli_memory_opts *o,
+                  uint32_t gpu_layers, uint64_t budget, uint64_t *context, cli_memory_t *m)
 {
     /* contexts are whole multiples of 256 cells to llama.cpp (per sequence), and memory grows
      * with them: the largest that fits is found by halving */
@@ -147,7 +164,7 @@ bool cli_plan_fit(const tm_file *f, const cli_memory_opts *o, uint32_t gpu_layer
     cli_memory_opts at = *o;
     at.context = 256 * seqs;
     *context = 0;
-    if (!cli_memory_plan(f, &at, m))
+    if (!cli_memory_plan(meta, &at, m))
         return false; /* m->why says why */
     cli_plan_t *p = malloc(sizeof *p);
     if (!p)
@@ -155,9 +172,9 @@ bool cli_plan_fit(const tm_file *f, const cli_memory_opts *o, uint32_t gpu_layer
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo + 1) / 2;
         at.context = mid * 256 * seqs;
-        bool fits = cli_memory_plan(f, &at, m); /* unknown past 2^64 bytes: does not fit */
+        bool fits = cli_memory_plan(meta, &at, m); /* unknown past 2^64 bytes: does not fit */
         if (fits) {
-            cli_plan_make(f, m, gpu_layers, p);
+            cli_plan_make(f, meta, m, gpu_layers, p);
             fits = budgeted(p) <= budget;
         }
         if (fits)
@@ -168,6 +185,6 @@ bool cli_plan_fit(const tm_file *f, const cli_memory_opts *o, uint32_t gpu_layer
     free(p);
     *context = lo * 256 * seqs;
     at.context = lo ? *context : 256 * seqs;
-    cli_memory_plan(f, &at, m); /* m: the memory at the answer */
+    cli_memory_plan(meta, &at, m); /* m: the memory at the answer */
     return true;
 }

@@ -99,6 +99,7 @@ typedef struct numbers {
     bool fit;             /* --fit: the context is the largest that fits `budget` */
     bool fit_known;
     uint64_t budget, fit_context; /* 0: not even 256 cells fit */
+    bool from_config;     /* a safetensors checkpoint's dimensions came from its config.json */
     bool context_given;
 } numbers;
 
@@ -144,6 +145,8 @@ static void print_numbers(const numbers *nb)
             return;
     }
     cli_memory_print(&nb->mem, nb->context_given || nb->fit);
+    if (nb->from_config && nb->mem.known)
+        row("", "the dimensions from config.json, as llama.cpp's converter maps them");
     if (nb->mem.known)
         cli_plan_print(&nb->plan, &nb->mem);
 }
@@ -261,7 +264,6 @@ static void print_gguf(const tm_file *f, const tm_layout *l, const numbers *nb)
 static void print_safetensors(const tm_file *f, const tm_layout *l, const numbers *nb)
 {
     printf("safetensors\n");
-    print_numbers(nb);
     if (l->n_shards > 1) {
         /* the file layout holds totals over the shards; each shard's own comes from its layout */
         row("shards", "%" PRIu32 " files; the numbers below are totals over them", l->n_shards);
@@ -269,6 +271,7 @@ static void print_safetensors(const tm_file *f, const tm_layout *l, const number
         row("metadata entries", "%" PRIu64, l->n_kv);
         row("tensor data", "%" PRIu64 " bytes", l->data_size);
         print_shards(f, l);
+        print_numbers(nb);
         return;
     }
     row("header length", "%" PRIu64 " bytes of JSON after the 8-byte length", l->kv_end - 8);
@@ -277,6 +280,8 @@ static void print_safetensors(const tm_file *f, const tm_layout *l, const number
     row("tensor data starts at", "%" PRIu64, l->data_start);
     row("tensor data", "%" PRIu64 " bytes; the last tensor ends at %" PRIu64, l->data_size,
         l->data_start + l->tensors_end);
+    /* the numbers last: with a config.json, the plan follows them as a section of its own */
+    print_numbers(nb);
 }
 
 static json_t *uint_or_null(const tm_kv *kv)
@@ -484,21 +489,39 @@ static int run(int argc, char **argv)
         return CLI_FAIL;
     const tm_layout *l = tm_file_layout(f);
     cli_count_weights(f, &nb.w);
-    if (l->format != TM_FORMAT_SAFETENSORS) {
-        /* without --context, the trained context; without that either, no cache to size */
-        if (!nb.context_given &&
-            tm_kv_get_uint(tm_arch_key(f, "context_length"), &context) != TM_OK)
-            context = 0;
-        nb.has_kv = context > 0 || nb.fit;
-        nb.mo.context = context;
-        if (nb.fit)
-            nb.fit_known =
-                cli_plan_fit(f, &nb.mo, nb.gpu_layers, nb.budget, &nb.fit_context, &nb.mem);
-        else if (nb.has_kv)
-            cli_memory_plan(f, &nb.mo, &nb.mem);
-        if (nb.has_kv && nb.mem.known)
-            cli_plan_make(f, &nb.mem, nb.gpu_layers, &nb.plan);
+    /* the metadata the memory is sized from: the GGUF's own, or the config.json beside a
+     * safetensors checkpoint (a piped or remote one has none at hand) */
+    tm_file *config = NULL;
+    const tm_file *meta = f;
+    char why[sizeof nb.mem.why] = "";
+    if (l->format == TM_FORMAT_SAFETENSORS) {
+        if (strcmp(arg, "-") == 0 || tm_file_is_remote(f))
+            snprintf(why, sizeof why, "unknown: the config.json of a %s checkpoint is not read",
+                     tm_file_is_remote(f) ? "remote" : "piped");
+        else
+            config = cli_config_model(arg, why, sizeof why);
+        meta = config;
+        nb.from_config = config != NULL;
     }
+    /* without --context, the trained context; without that either, no cache to size */
+    if (meta && !nb.context_given &&
+        tm_kv_get_uint(tm_arch_key(meta, "context_length"), &context) != TM_OK)
+        context = 0;
+    nb.has_kv = context > 0 || nb.fit || !meta;
+    nb.mo.context = context;
+    if (!meta) {
+        nb.mem.asked = context;
+        nb.mem.type_k = nb.mo.type_k;
+        nb.mem.type_v = nb.mo.type_v;
+        memcpy(nb.mem.why, why, sizeof why);
+    } else if (nb.fit) {
+        nb.fit_known = cli_plan_fit(f, meta, &nb.mo, nb.gpu_layers, nb.budget, &nb.fit_context,
+                                    &nb.mem);
+    } else if (nb.has_kv) {
+        cli_memory_plan(meta, &nb.mo, &nb.mem);
+    }
+    if (nb.has_kv && nb.mem.known)
+        cli_plan_make(f, meta, &nb.mem, nb.gpu_layers, &nb.plan);
     if (json) {
         rc = cli_json_emit(to_json(f, arg, l, &nb));
     } else {
@@ -517,6 +540,7 @@ static int run(int argc, char **argv)
             print_gguf(f, l, &nb);
         rc = CLI_OK;
     }
+    tm_close(config);
     tm_close(f);
     return cli_finish_output(rc);
 }
