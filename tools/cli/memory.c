@@ -195,14 +195,14 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
     if (!a)
         return WHY("unknown for architecture '%s': its memory layout is not modelled here "
                    "(modelled: %s)", shown, cli_memory_known_archs());
-    m->layout = a->layout == PLAIN ? "attention" : a->layout == ISWA ? "sliding window"
-              : a->layout == RECURRENT ? "recurrent" : "hybrid";
     if (a->layout == NO_MEMORY)
         return WHY("none: '%s' is an encoder or a diffusion model, for which llama.cpp makes no "
                    "KV cache", shown);
     if (a->layout == ENCDEC)
         return WHY("unknown for '%s': an encoder-decoder (the decoder's cache and the encoder's "
                    "output are not worked out here)", shown);
+    m->layout = a->layout == PLAIN ? "attention" : a->layout == ISWA ? "sliding window"
+              : a->layout == RECURRENT ? "recurrent" : "hybrid";
 
     /* ---- the context (llama-context.cpp) ---- */
     uint64_t n_ctx = o->context, train = 0;
@@ -385,16 +385,22 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
             !opt_count(f, "ssm.state_size", 0, &state) || !opt_count(f, "ssm.group_count", 0, &groups))
             return WHY("unknown: a recurrent dimension (wkv.head_size, ssm.*, shortconv.l_cache) "
                        "is not a count");
+        /* every factor is the file's: a product past 2^64 is said, not wrapped */
+        bool over;
         if (wkv) { /* rwkv: the token shifts, and the wkv state */
-            r = shift * embd;
-            s = embd * wkv;
+            over = __builtin_mul_overflow(shift, embd, &r) | __builtin_mul_overflow(embd, wkv, &s);
         } else if (lcache) { /* lfm2: the short convolution's history */
-            r = embd * (lcache ? lcache - 1 : 0);
-            s = state * inner;
+            over = __builtin_mul_overflow(embd, lcache - 1, &r) |
+                   __builtin_mul_overflow(state, inner, &s);
         } else { /* mamba: the convolution's last d_conv - 1 columns, and the ssm state */
-            r = (conv ? conv - 1 : 0) * (inner + 2 * groups * state);
-            s = state * inner;
+            uint64_t width = 0;
+            over = __builtin_mul_overflow(2 * groups, state, &width) | (groups >> 62 != 0) |
+                   __builtin_add_overflow(width, inner, &width) |
+                   __builtin_mul_overflow(conv ? conv - 1 : 0, width, &r) |
+                   __builtin_mul_overflow(state, inner, &s);
         }
+        if (over || r >> 61 || s >> 61)
+            return WHY("unknown: the recurrent state's dimensions are past 2^64 bytes");
         if (r == 0 && s == 0)
             return WHY("unknown: no recurrent state dimensions (ssm.*, wkv.head_size, "
                        "shortconv.l_cache) in the file");

@@ -100,11 +100,13 @@ static uint64_t compute_estimate(const tm_file *f, const tm_file *weights, const
         vocab = v;
     else if (embd_t && embd_t->n_dims == 2)
         vocab = embd_t->ne[1];
-    uint64_t per_token = vocab + 4 * embd + 2 * ff, out;
+    /* the file's numbers: past 2^64 the estimate says so by saturating */
+    if (vocab > UINT32_MAX || embd > UINT32_MAX || ff > UINT32_MAX)
+        return UINT64_MAX;
+    uint64_t per_token = vocab + 4 * embd + 2 * ff;
     if (per_token > UINT64_MAX / 4 / (m->n_ubatch ? m->n_ubatch : 1))
         return UINT64_MAX;
-    out = 4 * m->n_ubatch * per_token;
-    return out;
+    return 4 * m->n_ubatch * per_token;
 }
 
 void cli_plan_make(const tm_file *f, const tm_file *meta, const cli_memory_t *m,
@@ -143,10 +145,14 @@ void cli_plan_make(const tm_file *f, const tm_file *meta, const cli_memory_t *m,
         for (uint64_t il = 0; il < m->layers && il < CLI_MEMORY_MAX_LAYERS; il++)
             p->cache[gpu_layers > 0 && il >= start] += m->layer_bytes[il];
     p->compute = m->known ? compute_estimate(meta, f, m) : 0;
-    p->total[0] = p->weights[0] + p->cache[0];
-    p->total[1] = p->weights[1] + p->cache[1];
-    /* the compute buffer sits on the device that computes: the GPU when any layer is there */
-    p->total[gpu_layers > 0] += p->compute;
+    /* the compute buffer sits on the device that computes: the GPU when any layer is there;
+     * sums saturate rather than wrap (a compute estimate of 2^64 - 1 is "past counting") */
+    for (int d = 0; d < 2; d++) {
+        uint64_t c = d == (gpu_layers > 0) ? p->compute : 0;
+        if (__builtin_add_overflow(p->weights[d], p->cache[d], &p->total[d]) ||
+            __builtin_add_overflow(p->total[d], c, &p->total[d]))
+            p->total[d] = UINT64_MAX;
+    }
 }
 
 /* The bytes a budget is held against: the GPU's with layers offloaded, else everything. */
