@@ -22,11 +22,11 @@ static const char *checkpoint(const char *dir, const char *config)
     cr_assert_eq(system(path), 0);
     st_writer *w = st_writer_new();
     static const uint64_t emb[2] = {32, 64}, q[2] = {64, 64};
-    static uint8_t zeros[32 * 64 * 2];
-    st_writer_add(w, "model.embed_tokens.weight", "F16", 2, emb, zeros, sizeof zeros);
+    static uint8_t zeros[64 * 64 * 2];
+    st_writer_add(w, "model.embed_tokens.weight", "F16", 2, emb, zeros, 32 * 64 * 2);
     st_writer_add(w, "model.layers.0.self_attn.q_proj.weight", "F16", 2, q, zeros, 64 * 64 * 2);
     st_writer_add(w, "model.layers.1.self_attn.q_proj.weight", "F16", 2, q, zeros, 64 * 64 * 2);
-    st_writer_add(w, "lm_head.weight", "F16", 2, emb, zeros, sizeof zeros);
+    st_writer_add(w, "lm_head.weight", "F16", 2, emb, zeros, 32 * 64 * 2);
     static char model[4200];
     snprintf(model, sizeof model, "%s/%s/model.safetensors", test_dir(), dir);
     cr_assert_eq(st_writer_write(w, model), 0);

@@ -72,10 +72,14 @@ static void add_weight(cli_plan_t *p, tm_type type, uint64_t bytes, bool gpu)
     p->weights[gpu] += bytes;
 }
 
-/* A compute buffer is the activations of one micro-batch: the logits over the vocabulary,
- * and a layer's widest intermediates (the embedding four times over, the feed-forward twice),
- * in f32. A rough rule that comes within a few percent of what llama.cpp reserved for the
- * recorded models on a CPU; a GPU backend's differs. */
+/* A compute buffer is the activations of one micro-batch in f32: the logits over the
+ * vocabulary, and a layer's widest intermediates (the embedding four times over, the
+ * feed-forward twice); with attention, the f16 masks of [cells x micro-batch], one for the
+ * full cache and one for the sliding window's. A rough rule: within about 15% of what
+ * llama.cpp reserved on a CPU for most recorded attention models from 1,000 to 32,768 tokens,
+ * a quarter under for deepseek2's MLA, far under for gemma3n's per-layer embeddings and a
+ * third to a half of it for the recurrent models (their scans need more); a GPU backend's
+ * differs. */
 static uint64_t compute_estimate(const tm_file *f, const tm_file *weights, const cli_memory_t *m)
 {
     uint64_t embd = 0, ff = 0, vocab = 0, v;
@@ -103,10 +107,15 @@ static uint64_t compute_estimate(const tm_file *f, const tm_file *weights, const
     /* the file's numbers: past 2^64 the estimate says so by saturating */
     if (vocab > UINT32_MAX || embd > UINT32_MAX || ff > UINT32_MAX)
         return UINT64_MAX;
-    uint64_t per_token = vocab + 4 * embd + 2 * ff;
-    if (per_token > UINT64_MAX / 4 / (m->n_ubatch ? m->n_ubatch : 1))
+    uint64_t per_token = 4 * (vocab + 4 * embd + 2 * ff);
+    /* cells <= 2^32 x 256 sequences, masks of 2 bytes; a mask only where layers use it */
+    if (m->kv_layers > m->swa_layers)
+        per_token += 2 * m->cells;
+    if (m->swa_layers)
+        per_token += 2 * m->swa_cells;
+    if (per_token > UINT64_MAX / (m->n_ubatch ? m->n_ubatch : 1))
         return UINT64_MAX;
-    return 4 * m->n_ubatch * per_token;
+    return m->n_ubatch * per_token;
 }
 
 void cli_plan_make(const tm_file *f, const tm_file *meta, const cli_memory_t *m,
