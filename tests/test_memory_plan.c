@@ -210,3 +210,28 @@ Test(memory_plan, numbers_past_what_llama_cpp_holds_are_said_not_sized)
     cr_assert(strstr(r.out, "llama.cpp holds the context in 32 bits"), "%s", r.out);
     tool_result_free(&r);
 }
+
+Test(memory_plan, a_split_set_is_planned_like_the_file_it_was_split_from)
+{
+    const char *f = write_model("llama", "whole.gguf", false, 4);
+    char prefix[4200], first[4300];
+    snprintf(prefix, sizeof prefix, "%s/part", test_dir());
+    tool_result r = tool_run("split", "--max-tensors", "3", f, prefix, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tool_result_free(&r);
+    snprintf(first, sizeof first, "%s-00001-of-00003.gguf", prefix);
+    json_t *whole = tool_json(0, "info", "--json", "--context", "1000", "--gpu-layers", "3", f,
+                              NULL);
+    json_t *set = tool_json(0, "info", "--json", "--context", "1000", "--gpu-layers", "3", first,
+                            NULL);
+    cr_assert_eq(json_integer_value(json_object_get(set, "n_shards")), 3);
+    const json_t *a = json_object_get(whole, "memory"), *b = json_object_get(set, "memory");
+    cr_assert_eq(json_u64(b, "bytes"), json_u64(a, "bytes"));
+    cr_assert_eq(json_u64(b, "bytes"), 4ull * 1024 * LAYER_CELL);
+    const char *keys[] = {"cpu_weights", "gpu_weights", "cpu_cache", "gpu_cache", "total"};
+    for (size_t i = 0; i < 5; i++)
+        cr_assert_eq(json_u64(json_object_get(b, "plan"), keys[i]),
+                     json_u64(json_object_get(a, "plan"), keys[i]), "%s", keys[i]);
+    json_decref(whole);
+    json_decref(set);
+}
