@@ -235,3 +235,44 @@ Test(memory_plan, a_split_set_is_planned_like_the_file_it_was_split_from)
     json_decref(whole);
     json_decref(set);
 }
+
+Test(memory_plan, an_entry_the_memory_cannot_use_is_named_with_its_index_and_offset)
+{
+    const char *path = test_path("bad.gguf");
+    tm_writer *w;
+    tm_error err;
+    ok(tm_writer_new(&w, &err), &err);
+    ok(tm_writer_kv_str(w, "general.architecture", "gemma2", 6, &err), &err);
+    u32(w, "gemma2.block_count", 4);
+    u32(w, "gemma2.context_length", 2048);
+    u32(w, "gemma2.embedding_length", 64);
+    u32(w, "gemma2.attention.head_count", 4);
+    /* entry 5: three counts for four layers */
+    const uint32_t kv[3] = {2, 2, 2};
+    ok(tm_writer_kv_array(w, "gemma2.attention.head_count_kv", TM_V_U32, kv, 3, &err), &err);
+    ok(tm_writer_finish(w, path, &err), &err);
+    tm_file *f;
+    ok(tm_open(path, 0, &f, &err), &err);
+    char want[160];
+    snprintf(want, sizeof want, "gemma2.attention.head_count_kv (entry 5, at byte %llu) is not "
+             "one count per layer", (unsigned long long)tm_kv_at(f, 5)->offset);
+    tm_close(f);
+    tool_result r = tool_run("info", path, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, want), "want %s in:\n%s", want, r.out);
+    tool_result_free(&r);
+
+    /* a window that is a string, not a count */
+    path = test_path("bad2.gguf");
+    ok(tm_writer_new(&w, &err), &err);
+    ok(tm_writer_kv_str(w, "general.architecture", "gemma2", 6, &err), &err);
+    u32(w, "gemma2.block_count", 4);
+    u32(w, "gemma2.context_length", 2048);
+    u32(w, "gemma2.embedding_length", 64);
+    ok(tm_writer_kv_str(w, "gemma2.attention.sliding_window", "wide", 4, &err), &err);
+    ok(tm_writer_finish(w, path, &err), &err);
+    r = tool_run("info", path, NULL);
+    cr_assert(strstr(r.out, "gemma2.attention.sliding_window (entry 4, at byte "), "%s", r.out);
+    cr_assert(strstr(r.out, ") is not a count"), "%s", r.out);
+    tool_result_free(&r);
+}

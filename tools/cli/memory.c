@@ -137,15 +137,34 @@ static bool count_at(const tm_kv *kv, uint64_t il, uint64_t *v)
     }
 }
 
-/* An optional count: absent gives the default, present but not a count is an error. */
-static bool opt_count(const tm_file *f, const char *suffix, uint64_t dflt, uint64_t *v)
+/* Where an entry is, for a message: "entry 12, at byte 345". */
+static const char *where(const tm_file *f, const tm_kv *kv, char *buf, size_t size)
+{
+    uint64_t i = 0;
+    while (i < tm_n_kv(f) && tm_kv_at(f, i) != kv)
+        i++;
+    snprintf(buf, size, "entry %" PRIu64 ", at byte %" PRIu64, i, kv->offset);
+    return buf;
+}
+
+/* An entry that is not what the memory needs: its name, where it is, and what it should be. */
+static bool bad_entry(const tm_file *f, const tm_kv *kv, const char *want, cli_memory_t *m)
+{
+    char at[64], name[96];
+    return WHY("unknown: %s (%s) is not %s", cli_name(kv->key, 80, name, sizeof name),
+               where(f, kv, at, sizeof at), want);
+}
+
+/* An optional count: absent gives the default; present but not a count is said (m->why). */
+static bool opt_count(const tm_file *f, const char *suffix, uint64_t dflt, uint64_t *v,
+                      cli_memory_t *m)
 {
     const tm_kv *kv = tm_arch_key(f, suffix);
     if (!kv) {
         *v = dflt;
         return true;
     }
-    return tm_kv_get_uint(kv, v) == TM_OK;
+    return tm_kv_get_uint(kv, v) == TM_OK || bad_entry(f, kv, "a count", m);
 }
 
 /* Bytes of a row of n values of type t; false when n is not whole blocks. */
@@ -235,8 +254,11 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
     if (n_all > CLI_MEMORY_MAX_LAYERS)
         return WHY("unknown: block_count %" PRIu64 " is past llama.cpp's %d layers", n_all,
                    CLI_MEMORY_MAX_LAYERS);
-    if (!opt_count(f, "nextn_predict_layers", 0, &n_nextn) || n_nextn > n_all)
-        return WHY("unknown: nextn_predict_layers is not a count up to block_count");
+    if (!opt_count(f, "nextn_predict_layers", 0, &n_nextn, m))
+        return false;
+    if (n_nextn > n_all)
+        return bad_entry(f, tm_arch_key(f, "nextn_predict_layers"), "a count up to block_count",
+                         m);
     if (tm_kv_get_uint(tm_arch_key(f, "embedding_length"), &embd) != TM_OK)
         return WHY("unknown: no embedding_length in the file");
     uint64_t n_layer = n_all - n_nextn;
@@ -245,29 +267,27 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
     const tm_kv *heads = tm_arch_key(f, "attention.head_count");
     const tm_kv *kv_heads = tm_arch_key(f, "attention.head_count_kv");
     if (heads && heads->type == TM_V_ARRAY && heads->count != n_all)
-        return WHY("unknown: attention.head_count has %" PRIu64 " elements for %" PRIu64
-                   " layers", heads->count, n_all);
+        return bad_entry(f, heads, "one count per layer (its length is not block_count)", m);
     if (kv_heads && kv_heads->type == TM_V_ARRAY && kv_heads->count != n_all)
-        return WHY("unknown: attention.head_count_kv has %" PRIu64 " elements for %" PRIu64
-                   " layers", kv_heads->count, n_all);
+        return bad_entry(f, kv_heads, "one count per layer (its length is not block_count)", m);
     uint64_t head0 = 0, head_k, head_v, head_k_swa, head_v_swa;
     if (heads && !count_at(heads, 0, &head0))
-        return WHY("unknown: attention.head_count is not a count");
+        return bad_entry(f, heads, "a count or an array of counts", m);
     /* non-transformer models have no heads, and so no head width */
     uint64_t dflt = head0 ? embd / head0 : 0;
-    if (!opt_count(f, "attention.key_length", dflt, &head_k) ||
-        !opt_count(f, "attention.value_length", dflt, &head_v))
-        return WHY("unknown: attention.key_length or value_length is not a count");
+    if (!opt_count(f, "attention.key_length", dflt, &head_k, m) ||
+        !opt_count(f, "attention.value_length", dflt, &head_v, m))
+        return false;
     if (!head0)
         head_k = head_v = 0;
-    if (!opt_count(f, "attention.key_length_swa", head_k, &head_k_swa) ||
-        !opt_count(f, "attention.value_length_swa", head_v, &head_v_swa))
-        return WHY("unknown: attention.key_length_swa or value_length_swa is not a count");
+    if (!opt_count(f, "attention.key_length_swa", head_k, &head_k_swa, m) ||
+        !opt_count(f, "attention.value_length_swa", head_v, &head_v_swa, m))
+        return false;
     uint64_t k_mla = 0, v_mla = 0;
     if (!strcmp(a->name, "deepseek2") &&
-        (!opt_count(f, "attention.key_length_mla", 0, &k_mla) ||
-         !opt_count(f, "attention.value_length_mla", 0, &v_mla)))
-        return WHY("unknown: attention.key_length_mla or value_length_mla is not a count");
+        (!opt_count(f, "attention.key_length_mla", 0, &k_mla, m) ||
+         !opt_count(f, "attention.value_length_mla", 0, &v_mla, m)))
+        return false;
     m->mla = k_mla && v_mla; /* the latent and the rope part are K; there is no V */
     if (m->mla && o->type_k != o->type_v)
         return WHY("none: llama.cpp refuses different K and V types for an MLA model");
@@ -277,7 +297,7 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
     bool swa = a->swa != SWA_NONE;
     const tm_kv *wkey = tm_arch_key(f, "attention.sliding_window");
     if (wkey && tm_kv_get_uint(wkey, &window) != TM_OK)
-        return WHY("unknown: attention.sliding_window is not a count");
+        return bad_entry(f, wkey, "a count", m);
     if (a->swa == SWA_REQUIRED && !wkey)
         return WHY("unknown: no attention.sliding_window in the file (llama.cpp requires it)");
     if ((a->swa == SWA_IF_POSITIVE || a->swa == SWA_ATTN_LAYERS) && (!wkey || window == 0))
@@ -287,9 +307,9 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
         window = 8192; /* llama4.cpp: chunked attention of 8192, not the key's value */
     }
     if (swa && a->swa != SWA_ATTN_LAYERS &&
-        !opt_count(f, "attention.sliding_window_pattern", period, &period))
-        return WHY("unknown: attention.sliding_window_pattern is not a count (a per-layer "
-                   "pattern is not modelled here)");
+        !opt_count(f, "attention.sliding_window_pattern", period, &period, m))
+        return bad_entry(f, tm_arch_key(f, "attention.sliding_window_pattern"),
+                         "a count (a per-layer pattern is not modelled here)", m);
 
     /* the recurrent layers */
     uint64_t interval = 4;
@@ -297,8 +317,10 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
         if (tm_arch_key(f, "attention.recurrent_layers"))
             return WHY("unknown: attention.recurrent_layers (a per-layer list) is not modelled "
                        "here");
-        if (!opt_count(f, "full_attention_interval", 4, &interval) || interval == 0)
-            return WHY("unknown: full_attention_interval is not a count above 0");
+        if (!opt_count(f, "full_attention_interval", 4, &interval, m))
+            return false;
+        if (interval == 0)
+            return bad_entry(f, tm_arch_key(f, "full_attention_interval"), "above 0", m);
     }
 
     /* ---- what llama.cpp refuses (llama_init_from_model) ---- */
@@ -307,11 +329,10 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
         layer_facts *l = &lf[il];
         memset(l, 0, sizeof *l);
         if (heads && !count_at(heads, il, &l->heads))
-            return WHY("unknown: attention.head_count for layer %" PRIu64 " is not a count", il);
+            return bad_entry(f, heads, "a count for every layer", m);
         l->kv_heads = l->heads;
         if (kv_heads && !count_at(kv_heads, il, &l->kv_heads))
-            return WHY("unknown: attention.head_count_kv for layer %" PRIu64 " is not a count",
-                       il);
+            return bad_entry(f, kv_heads, "a count for every layer", m);
         switch (a->recr) {
         case RECR_NONE: l->recr = false; break;
         case RECR_ALL: l->recr = il < n_layer; break;
@@ -379,12 +400,14 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
     /* ---- the recurrent state (llama-memory-recurrent.cpp, llama-hparams.cpp) ---- */
     if (a->layout == RECURRENT || a->layout == HYBRID) {
         uint64_t r = 0, s = 0, wkv, conv, inner, state, groups, shift, lcache;
-        if (!opt_count(f, "wkv.head_size", 0, &wkv) || !opt_count(f, "token_shift_count", 2, &shift) ||
-            !opt_count(f, "shortconv.l_cache", 0, &lcache) ||
-            !opt_count(f, "ssm.conv_kernel", 0, &conv) || !opt_count(f, "ssm.inner_size", 0, &inner) ||
-            !opt_count(f, "ssm.state_size", 0, &state) || !opt_count(f, "ssm.group_count", 0, &groups))
-            return WHY("unknown: a recurrent dimension (wkv.head_size, ssm.*, shortconv.l_cache) "
-                       "is not a count");
+        if (!opt_count(f, "wkv.head_size", 0, &wkv, m) ||
+            !opt_count(f, "token_shift_count", 2, &shift, m) ||
+            !opt_count(f, "shortconv.l_cache", 0, &lcache, m) ||
+            !opt_count(f, "ssm.conv_kernel", 0, &conv, m) ||
+            !opt_count(f, "ssm.inner_size", 0, &inner, m) ||
+            !opt_count(f, "ssm.state_size", 0, &state, m) ||
+            !opt_count(f, "ssm.group_count", 0, &groups, m))
+            return false;
         /* every factor is the file's: a product past 2^64 is said, not wrapped */
         bool over;
         if (wkv) { /* rwkv: the token shifts, and the wkv state */

@@ -45,7 +45,8 @@ void cli_memory_print(const cli_memory_t *m, bool context_given)
     }
     cli_grouped(m->n_ctx, cells, sizeof cells);
     char at[160];
-    int n = snprintf(at, sizeof at, "at %s tokens%s", ctx, context_given ? "" : " (the trained context)");
+    int n = snprintf(at, sizeof at, "at %s tokens%s", ctx,
+                     context_given ? "" : " (the trained context)");
     if (m->n_ctx != m->context || m->n_seq > 1)
         snprintf(at + n, sizeof at - (size_t)n, " (%s cells%s)", cells,
                  m->n_seq > 1 ? ", split between the sequences" : "");
@@ -57,7 +58,8 @@ void cli_memory_print(const cli_memory_t *m, bool context_given)
                 CLI_S(m->kv_layers));
         else if (m->mla)
             row("", "%" PRIu64 " layer%s x %" PRIu64 " values per token (the compressed latent "
-                "and the rope part)", m->kv_layers, CLI_S(m->kv_layers), m->kv_heads * m->key_length);
+                "and the rope part)", m->kv_layers, CLI_S(m->kv_layers),
+                m->kv_heads * m->key_length);
         else
             row("", "%" PRIu64 " layer%s x %" PRIu64 " key/value head%s x (%" PRIu64 " + %" PRIu64
                 ") values per token", m->kv_layers, CLI_S(m->kv_layers), m->kv_heads,

@@ -7,9 +7,9 @@
  * layer (token_embd, and position and token-type embeddings) always stays on the CPU. A model
  * without output.weight reuses token_embd for its output (TENSOR_DUPLICATED): the output's
  * device then holds a copy of it. A Hugging Face checkpoint's tensors are placed by the same
- * rule under their own names (model.layers.N., model.embed_tokens, lm_head). The cache of a layer lives on that layer's device
- * (offload_kqv, llama.cpp's default). The compute buffer is not worked out from the graph; its
- * estimate is said to be one. */
+ * rule under their own names (model.layers.N., model.embed_tokens, lm_head). The cache of a
+ * layer lives on that layer's device (offload_kqv, llama.cpp's default). The compute buffer
+ * is not worked out from the graph; its estimate is said to be one. */
 #include "memory.h"
 
 #include <inttypes.h>
