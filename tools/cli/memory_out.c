@@ -144,13 +144,13 @@ void cli_plan_print(const cli_plan_t *p, const cli_memory_t *m)
 {
     char b[96];
     uint64_t blocks = m->layers, on_gpu = blocks > p->gpu_start ? blocks - p->gpu_start : 0;
-    printf("the plan, as llama.cpp would place it\n");
+    /* rows of "what it takes to hold it": where llama.cpp would place it all */
     if (p->gpu_layers == 0)
         row("placement", "everything on the CPU (--gpu-layers 0)");
     else
-        row("placement", "%" PRIu64 " of %" PRIu64 " blocks%s on the GPU (--gpu-layers %" PRIu32
-            "); the input embedding stays on the CPU", on_gpu, blocks,
-            p->gpu_layers > 0 ? " and the output layer" : "", p->gpu_layers);
+        row("placement", "%" PRIu64 " of %" PRIu64 " blocks and the output layer "
+            "on the GPU (--gpu-layers %" PRIu32 "); the input embedding stays on the CPU", on_gpu,
+            blocks, p->gpu_layers);
     for (size_t i = 0; p->gpu_layers && i < p->n_types; i++) {
         const char *tn = tm_type_name(p->types[i].type);
         char label[40], cpu[32], gpu[32];

@@ -264,6 +264,7 @@ static void print_gguf(const tm_file *f, const tm_layout *l, const numbers *nb)
 static void print_safetensors(const tm_file *f, const tm_layout *l, const numbers *nb)
 {
     printf("safetensors\n");
+    print_numbers(nb);
     if (l->n_shards > 1) {
         /* the file layout holds totals over the shards; each shard's own comes from its layout */
         row("shards", "%" PRIu32 " files; the numbers below are totals over them", l->n_shards);
@@ -271,7 +272,6 @@ static void print_safetensors(const tm_file *f, const tm_layout *l, const number
         row("metadata entries", "%" PRIu64, l->n_kv);
         row("tensor data", "%" PRIu64 " bytes", l->data_size);
         print_shards(f, l);
-        print_numbers(nb);
         return;
     }
     row("header length", "%" PRIu64 " bytes of JSON after the 8-byte length", l->kv_end - 8);
@@ -280,8 +280,6 @@ static void print_safetensors(const tm_file *f, const tm_layout *l, const number
     row("tensor data starts at", "%" PRIu64, l->data_start);
     row("tensor data", "%" PRIu64 " bytes; the last tensor ends at %" PRIu64, l->data_size,
         l->data_start + l->tensors_end);
-    /* the numbers last: with a config.json, the plan follows them as a section of its own */
-    print_numbers(nb);
 }
 
 static json_t *uint_or_null(const tm_kv *kv)
