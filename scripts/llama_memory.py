@@ -129,10 +129,14 @@ FAMILIES = {
     "mistral3": ("mistral3", {}),
 }
 
-# Tensors llama.cpp does not require but whose absence a graph does not survive.
+# Tensors llama.cpp does not require but whose absence a graph does not survive: a name for
+# every layer, or (name, the layers that have it).
 OPTIONAL = {"rwkv6": ["blk.{i}.time_mix_lerp_fused.weight"],
             # without it llama.cpp takes the file for a lone MTP head
-            "deepseek2-mtp": ["blk.{i}.attn_norm.weight"]}
+            "deepseek2-mtp": ["blk.{i}.attn_norm.weight"],
+            "falcon-h1": ["blk.{i}.ssm_conv1d.bias"],
+            "granitehybrid": [("blk.{i}.ssm_conv1d.bias", [0, 2])],
+            "qwen3next": [("blk.{i}.ssm_in.weight", [0, 1, 2])]}
 
 
 class I32(int):
@@ -208,8 +212,10 @@ def build(probe, env, alias, arch, extra, path):
     """Write the model until llama.cpp loads it; the tensors come from its errors."""
     kv = metadata(arch, extra)
     # optional tensors the graph needs anyway: found by the same errors once named
-    tensors = [(n.format(i=i), [1]) for n in OPTIONAL.get(alias, ())
-               for i in range(kv[arch + ".block_count"])]
+    tensors = [(n.format(i=i), [1]) for n, layers in
+               ((o, range(kv[arch + ".block_count"])) if isinstance(o, str) else o
+                for o in OPTIONAL.get(alias, ()))
+               for i in layers]
     for _ in range(3000):
         with open(path, "wb") as f:
             f.write(gguf_bytes(kv, tensors))
