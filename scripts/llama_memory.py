@@ -248,18 +248,21 @@ def write_record(f, rec):
 
 
 def configs(trained, recurrent, swa):
-    """What to ask for: every context in f16, the cache types at one context, sequences, and
-    for sliding windows the micro-batch and the full-size switch."""
-    out = [(c, 1, "f16", "f16", 512, 0) for c in CONTEXTS]
+    """What to ask for: every context in f16, the cache types at one context, sequences (in
+    streams of their own, and unified), and for sliding windows the micro-batch and the
+    full-size switch. (n_ctx, n_seq, type_k, type_v, n_ubatch, swa_full, kv_unified)"""
+    out = [(c, 1, "f16", "f16", 512, 0, 0) for c in CONTEXTS]
     if not recurrent:
         for t in ["f32", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"]:
-            out.append((4096, 1, t, t, 512, 0))
-        out.append((4096, 1, "q8_0", "f16", 512, 0))
-    out += [(4096, 4, "f16", "f16", 512, 0), (1000, 3, "f16", "f16", 512, 0),
-            (100, 2, "f16", "f16", 512, 0)]
+            out.append((4096, 1, t, t, 512, 0, 0))
+        out.append((4096, 1, "q8_0", "f16", 512, 0, 0))
+    out += [(4096, 4, "f16", "f16", 512, 0, 0), (1000, 3, "f16", "f16", 512, 0, 0),
+            (100, 2, "f16", "f16", 512, 0, 0), (1000, 3, "f16", "f16", 512, 0, 1),
+            (4096, 4, "f16", "f16", 512, 0, 1)]
     if swa:
-        out += [(4096, 1, "f16", "f16", 64, 0), (4096, 1, "f16", "f16", 2048, 0),
-                (4096, 1, "f16", "f16", 512, 1), (32768, 4, "f16", "f16", 256, 0)]
+        out += [(4096, 1, "f16", "f16", 64, 0, 0), (4096, 1, "f16", "f16", 2048, 0, 0),
+                (4096, 1, "f16", "f16", 512, 1, 0), (32768, 4, "f16", "f16", 256, 0, 0),
+                (32768, 4, "f16", "f16", 256, 0, 1)]
     return out
 
 

@@ -98,6 +98,8 @@ static int check_family(const char *alias, int *compared)
             args[n++] = "--context", args[n++] = ctx;
         if (json_is_true(json_object_get(a, "swa_full")))
             args[n++] = "--swa-full";
+        if (json_is_true(json_object_get(a, "kv_unified")))
+            args[n++] = "--kv-unified";
         args[n] = NULL;
         tool_result r = tool_run_in(NULL, args);
         cr_assert_eq(r.status, 0, "%s: %s", alias, r.err);
@@ -131,9 +133,12 @@ static int check_family(const char *alias, int *compared)
         }
         if (what) {
             bad++;
-            cr_log_error("%s at %s tokens, %s sequences, K %s V %s, ubatch %s: %s\n"
-                         "  llama.cpp: %s\n  info:      %s\n",
-                         alias, ctx, seq, tk, tv, ub, what, want, got);
+            cr_log_error("%s at %s tokens, %s sequences%s, K %s V %s, ubatch %s%s: %s\n"
+                         "  llama.cpp: %s\n  info:      %s\n", alias, ctx, seq,
+                         json_is_true(json_object_get(a, "kv_unified")) ? " (unified)" : "",
+                         tk, tv, ub,
+                         json_is_true(json_object_get(a, "swa_full")) ? ", full SWA" : "", what,
+                         want, got);
         }
         (*compared)++;
         json_decref(j);

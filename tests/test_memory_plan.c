@@ -164,7 +164,7 @@ Test(memory_plan, a_thousand_tokens_are_1024_cells_and_sequences_get_their_own)
     /* 1,000 tokens for 3 sequences: 1,024 / 3 = 341 padded to 512 cells each */
     j = tool_json(0, "info", "--json", "--context", "1000", "--parallel", "3", f, NULL);
     m = json_object_get(j, "memory");
-    cr_assert_eq(json_u64(m, "cells_per_sequence"), 512);
+    cr_assert_eq(json_u64(m, "cells_per_stream"), 512);
     cr_assert_eq(json_u64(m, "bytes"), 4ull * 3 * 512 * LAYER_CELL);
     json_decref(j);
     tool_result r = tool_run("info", "--context", "1000", f, NULL);

@@ -1,9 +1,9 @@
 /* What llama.cpp allocates for a context, tensor by tensor. Built by scripts/llama_memory.py
  * against a prebuilt libllama (node-llama-cpp's), never by the project's build.
  *
- *   probe MODEL [N_CTX N_SEQ TYPE_K TYPE_V N_UBATCH SWA_FULL] ...
+ *   probe MODEL [N_CTX N_SEQ TYPE_K TYPE_V N_UBATCH SWA_FULL KV_UNIFIED] ...
  *
- * Loads MODEL once (no weights on a GPU), then for each group of six numbers creates a context
+ * Loads MODEL once (no weights on a GPU), then for each group of seven creates a context
  * and prints a JSON line: the bytes of every cache tensor llama.cpp made for it, summed by
  * kind (cache_k_*, cache_v_*, cache_r_*, cache_s_*, and any other cache_*), and the cells and
  * layers its log reports; then, once the context is made, a line with the compute buffer it
@@ -120,8 +120,9 @@ static void json_log_line(const char *key)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || (argc - 2) % 6 != 0) {
-        fprintf(stderr, "usage: probe MODEL [N_CTX N_SEQ TYPE_K TYPE_V N_UBATCH SWA_FULL]...\n");
+    if (argc < 2 || (argc - 2) % 7 != 0) {
+        fprintf(stderr, "usage: probe MODEL [N_CTX N_SEQ TYPE_K TYPE_V N_UBATCH SWA_FULL "
+                        "KV_UNIFIED]...\n");
         return 2;
     }
     llama_log_set(on_log, NULL);
@@ -137,7 +138,7 @@ int main(int argc, char **argv)
         printf("}\n");
         return 1;
     }
-    for (int i = 2; i < argc; i += 6) {
+    for (int i = 2; i < argc; i += 7) {
         struct llama_context_params cp = llama_context_default_params();
         cp.n_ctx = (uint32_t)strtoul(argv[i], NULL, 10);
         cp.n_seq_max = (uint32_t)strtoul(argv[i + 1], NULL, 10);
@@ -146,14 +147,16 @@ int main(int argc, char **argv)
         cp.n_ubatch = (uint32_t)strtoul(argv[i + 4], NULL, 10);
         cp.n_batch = cp.n_ubatch > 2048 ? cp.n_ubatch : 2048;
         cp.swa_full = atoi(argv[i + 5]) != 0;
+        cp.kv_unified = atoi(argv[i + 6]) != 0;
         cp.n_threads = cp.n_threads_batch = 1;
         k_bytes = v_bytes = r_bytes = s_bytes = other_bytes = n_tensors = 0;
         log_len = 0;
         log_lines[0] = '\0';
         cache_printed = 0;
         printf("{\"n_ctx\": %s, \"n_seq\": %s, \"type_k\": \"%s\", \"type_v\": \"%s\", "
-               "\"n_ubatch\": %s, \"swa_full\": %s", argv[i], argv[i + 1], argv[i + 2],
-               argv[i + 3], argv[i + 4], atoi(argv[i + 5]) ? "true" : "false");
+               "\"n_ubatch\": %s, \"swa_full\": %s, \"kv_unified\": %s", argv[i], argv[i + 1],
+               argv[i + 2], argv[i + 3], argv[i + 4], atoi(argv[i + 5]) ? "true" : "false",
+               atoi(argv[i + 6]) ? "true" : "false");
         fflush(stdout);
         struct llama_context *ctx = llama_init_from_model(model, cp);
         if (!ctx) {

@@ -4,7 +4,8 @@
  *
  * What each rule follows, in llama.cpp's source:
  *   - the context: llama-context.cpp's constructor (0 is the trained context; padded to 256;
- *     with several sequences each gets n_ctx / n_seq padded to 256, and a stream of its own);
+ *     with several sequences each gets n_ctx / n_seq padded to 256, and a stream of its own,
+ *     unless the cache is unified: one stream for all);
  *   - which layers hold what: llama-model.cpp's create_memory and each src/models/ARCH.cpp's
  *     load_arch_hparams (sliding-window patterns, recurrent layers, layers without a cache);
  *   - the per-layer widths: llama-hparams.cpp (n_embd_k_gqa, n_embd_v_gqa, n_embd_r, n_embd_s);
@@ -241,11 +242,13 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
         n_ubatch = n_batch;
     m->n_ubatch = n_ubatch;
     uint64_t padded = pad(n_ctx, 256);
-    m->cells = pad(padded / m->n_seq, 256); /* n_ctx_seq: each sequence its own stream */
+    /* n_ctx_seq: unified, all of it in one stream; else each sequence its own, padded again */
+    m->streams = o->kv_unified ? 1 : m->n_seq;
+    m->cells = o->kv_unified ? padded : pad(padded / m->n_seq, 256);
     if (m->cells == 0)
         return WHY("unknown: %" PRIu32 " sequences leave no cells to each (llama.cpp refuses)",
                    m->n_seq);
-    m->n_ctx = m->cells * m->n_seq;
+    m->n_ctx = m->cells * m->streams;
 
     /* ---- the layers (llama-model.cpp load_hparams, src/models/ARCH.cpp) ---- */
     uint64_t n_all, n_nextn, embd;
@@ -296,8 +299,8 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
     uint64_t period = a->period, window = a->window;
     bool swa = a->swa != SWA_NONE;
     const tm_kv *wkey = tm_arch_key(f, "attention.sliding_window");
-    if (wkey && tm_kv_get_uint(wkey, &window) != TM_OK)
-        return bad_entry(f, wkey, "a count", m);
+    if (wkey && (tm_kv_get_uint(wkey, &window) != TM_OK || window > UINT32_MAX))
+        return bad_entry(f, wkey, "a count of 32 bits (llama.cpp's n_swa)", m);
     if (a->swa == SWA_REQUIRED && !wkey)
         return WHY("unknown: no attention.sliding_window in the file (llama.cpp requires it)");
     if ((a->swa == SWA_IF_POSITIVE || a->swa == SWA_ATTN_LAYERS) && (!wkey || window == 0))
@@ -360,7 +363,8 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
     m->swa_cells = 0;
     if (swa) {
         m->window = window;
-        uint64_t s = window + n_ubatch; /* window x 1 stream (not unified) + a micro-batch */
+        /* the window for every sequence of a unified stream, or for its own; + a micro-batch */
+        uint64_t s = window * (o->kv_unified ? m->n_seq : 1) + n_ubatch;
         m->swa_cells = o->swa_full || s >= m->cells ? m->cells : pad(s, 256);
     }
     bool attention = a->layout != RECURRENT;
@@ -381,9 +385,9 @@ bool cli_memory_plan(const tm_file *f, const cli_memory_opts *o, cli_memory_t *m
         if (!row_bytes(o->type_k, kn, &k_row) || (!m->mla && !row_bytes(o->type_v, vn, &v_row)))
             return WHY("none: %" PRIu64 " values per token in layer %" PRIu64 " are not whole "
                        "blocks of %s", kn, il, tm_type_name(o->type_k));
-        if (!add_product(&m->k_bytes, k_row, cells * m->n_seq) ||
-            !add_product(&m->v_bytes, v_row, cells * m->n_seq) ||
-            !add_product(&m->layer_bytes[il], k_row + v_row, cells * m->n_seq))
+        if (!add_product(&m->k_bytes, k_row, cells * m->streams) ||
+            !add_product(&m->v_bytes, v_row, cells * m->streams) ||
+            !add_product(&m->layer_bytes[il], k_row + v_row, cells * m->streams))
             return WHY("unknown: more than 2^64 bytes");
         m->kv_layers++;
         m->swa_layers += l->swa;

@@ -14,6 +14,7 @@ typedef struct cli_memory_opts {
     uint32_t n_ubatch; /* the micro-batch (512), which the sliding-window cache holds extra */
     tm_type type_k, type_v;
     bool swa_full;     /* sliding-window layers hold the whole context */
+    bool kv_unified;   /* one stream of cells shared by the sequences (llama.cpp's --kv-unified) */
 } cli_memory_opts;
 
 typedef struct cli_memory_t {
@@ -21,8 +22,8 @@ typedef struct cli_memory_t {
     char why[512];
     const char *layout; /* "attention", "sliding window", "recurrent", "hybrid" */
     uint64_t asked, context; /* the context asked (0: trained) and the one taken */
-    uint64_t n_ctx, cells;   /* llama.cpp's padded n_ctx, and the cells of each sequence */
-    uint32_t n_seq;
+    uint64_t n_ctx, cells;   /* llama.cpp's padded n_ctx, and the cells of each stream */
+    uint32_t n_seq, streams; /* sequences; streams of cells: one, or one per sequence */
     uint64_t n_ubatch;       /* as llama.cpp clamps it: at most the context */
     tm_type type_k, type_v;
     uint64_t layers, nextn_layers;

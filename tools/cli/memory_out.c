@@ -49,7 +49,8 @@ void cli_memory_print(const cli_memory_t *m, bool context_given)
                      context_given ? "" : " (the trained context)");
     if (m->n_ctx != m->context || m->n_seq > 1)
         snprintf(at + n, sizeof at - (size_t)n, " (%s cells%s)", cells,
-                 m->n_seq > 1 ? ", split between the sequences" : "");
+                 m->streams > 1 ? ", split between the sequences"
+                 : m->n_seq > 1 ? ", shared by the sequences" : "");
     print_types(m, types, sizeof types);
     if (m->kv_layers) {
         row("KV cache", "%s %s, %s", bytes_text(m->k_bytes + m->v_bytes, b, sizeof b), at, types);
@@ -67,11 +68,11 @@ void cli_memory_print(const cli_memory_t *m, bool context_given)
         if (m->swa_layers)
             row("", "%" PRIu64 " of them slide over a window of %" PRIu64 " tokens: %" PRIu64
                 " cells each%s", m->swa_layers, m->window, m->swa_cells,
-                m->n_seq > 1 ? " per sequence" : "");
+                m->streams > 1 ? " per sequence" : "");
         if (m->shared_layers)
             row("", "%" PRIu64 " more layer%s reuse an earlier layer's cache", m->shared_layers,
                 CLI_S(m->shared_layers));
-        if (m->n_seq > 1)
+        if (m->streams > 1)
             row("", "%" PRIu32 " sequences of %" PRIu64 " cells each", m->n_seq, m->cells);
     } else if (m->layout[0] != 'r') {
         row("KV cache", "none %s: no layer attends", at);
@@ -118,11 +119,12 @@ json_t *cli_memory_json(const cli_memory_t *m)
         "key_length", cli_json_u64(m->key_length), "uneven_layers", m->uneven, "mla", m->mla);
     json_t *rs = json_pack("{s:o, s:o, s:o}", "layers", cli_json_u64(m->recr_layers), "r_bytes",
                            cli_json_u64(m->r_bytes), "s_bytes", cli_json_u64(m->s_bytes));
-    return json_pack("{s:b, s:s, s:o, s:o, s:o, s:o, s:i, s:o, s:s, s:s, s:o, s:o, s:o, s:o}",
+    return json_pack("{s:b, s:s, s:o, s:o, s:o, s:o, s:i, s:i, s:o, s:s, s:s, s:o, s:o, s:o, "
+                     "s:o}",
                      "known", 1, "layout", m->layout, "context", cli_json_u64(m->context),
-                     "n_ctx", cli_json_u64(m->n_ctx), "cells_per_sequence",
+                     "n_ctx", cli_json_u64(m->n_ctx), "cells_per_stream",
                      cli_json_u64(m->cells), "n_ubatch", cli_json_u64(m->n_ubatch), "n_seq",
-                     (int)m->n_seq, "layers", cli_json_u64(m->layers), "type_k",
+                     (int)m->n_seq, "streams", (int)m->streams, "layers", cli_json_u64(m->layers), "type_k",
                      tm_type_name(m->type_k), "type_v", tm_type_name(m->type_v), "kv", kv,
                      "recurrent", rs, "nextn_layers", cli_json_u64(m->nextn_layers), "bytes",
                      cli_json_u64(m->bytes));

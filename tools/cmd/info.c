@@ -33,6 +33,7 @@ static const char help[] =
     "  --parallel N      N sequences, each with its own cells (llama.cpp's -np)\n"
     "  --ubatch N        the micro-batch (512), which sliding-window caches hold extra\n"
     "  --swa-full        sliding-window layers hold the whole context (llama.cpp's --swa-full)\n"
+    "  --kv-unified      the sequences share one stream of cells (llama.cpp's --kv-unified)\n"
     "  --gpu-layers N    the plan with the last N layers (and the output) on a GPU (-ngl)\n"
     "  --fit BYTES       the largest context whose plan fits BYTES (8GiB, 512MiB, or bytes): on\n"
     "                    the GPU with --gpu-layers, over everything without\n"
@@ -417,6 +418,7 @@ static int run(int argc, char **argv)
                                          {"parallel", required_argument, NULL, 'p'},
                                          {"ubatch", required_argument, NULL, 'u'},
                                          {"swa-full", no_argument, NULL, 'S'},
+                                         {"kv-unified", no_argument, NULL, 'U'},
                                          {"gpu-layers", required_argument, NULL, 'g'},
                                          {"fit", required_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
@@ -458,6 +460,8 @@ static int run(int argc, char **argv)
             *(c == 'p' ? &nb.mo.n_seq : &nb.mo.n_ubatch) = (uint32_t)n;
         } else if (c == 'S') {
             nb.mo.swa_full = true;
+        } else if (c == 'U') {
+            nb.mo.kv_unified = true;
         } else if (c == 'g') {
             uint64_t n;
             if (!cli_parse_u64(optarg, &n) || n > 100000) {
