@@ -8,8 +8,8 @@
 #include <criterion/criterion.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 TestSuite(memory_config, .fini = test_cleanup);
 
@@ -118,4 +118,24 @@ Test(memory_config, without_a_usable_config_it_says_why)
                   cases[i].dir, json_string_value(json_object_get(m, "why")));
         json_decref(j);
     }
+}
+
+Test(memory_config, a_piped_checkpoint_says_its_config_is_not_read)
+{
+    const char *f = checkpoint("piped", "{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, "
+                               "\"hidden_size\": 64, \"num_attention_heads\": 4}");
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' info --json - < '%s'", getenv("TM_TOOL"), f);
+    int status;
+    char *out = shell_output(cmd, &status);
+    cr_assert_eq(status, 0, "%s", out);
+    json_error_t jerr;
+    json_t *j = json_loads(out, 0, &jerr);
+    cr_assert(j, "%s: %s", jerr.text, out);
+    const json_t *m = memory_of(j);
+    cr_assert(json_is_false(json_object_get(m, "known")));
+    cr_assert(strstr(json_string_value(json_object_get(m, "why")),
+                     "the config.json of a piped checkpoint is not read"), "%s", out);
+    json_decref(j);
+    free(out);
 }
