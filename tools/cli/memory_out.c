@@ -40,7 +40,10 @@ void cli_memory_print(const cli_memory_t *m, bool context_given)
     char ctx[32], cells[32], b[96], types[96];
     cli_grouped(m->known ? m->context : m->asked, ctx, sizeof ctx);
     if (!m->known) {
-        row("KV cache", "at %s tokens: %s", ctx, m->why);
+        if (m->asked)
+            row("KV cache", "at %s tokens: %s", ctx, m->why);
+        else
+            row("KV cache", "%s", m->why);
         return;
     }
     cli_grouped(m->n_ctx, cells, sizeof cells);
