@@ -243,7 +243,7 @@ check-san:
 
 # The README's test command and CI's: the suite, then the suite again under the sanitizers.
 check:
-	$(MAKE) WERROR=-Werror test test-install
+	$(MAKE) WERROR=-Werror test test-install check-layers
 	$(MAKE) WERROR=-Werror SAN=1 test
 
 # The library (NEON kernels included) compiled for aarch64 by Debian's cross-compiler with the
