@@ -1,6 +1,9 @@
 """tensormap: read GGUF and safetensors model files in place, from Python.
 
     import tensormap
+    with tensormap.safe_open("model.safetensors", framework="pt") as f:   # safetensors' API
+        w = f.get_tensor("model.embed_tokens.weight")   # stored dtype (bf16), zero-copy
+        part = f.get_slice("lm_head.weight")[0:4096]     # reads only those rows
     with tensormap.open("model.gguf") as f:
         w = f.get_tensor("blk.0.attn_q.weight")    # float32, PyTorch shape, decoded in C
         ids = f.get_tensor("position_ids")         # an integer tensor comes back as itself
@@ -10,14 +13,17 @@ get_raw() returns a read-only view of a tensor's bytes in the mapping, get_tenso
 straight into a new numpy array with the library's threaded kernels. See docs/python.md."""
 
 import ctypes
+import difflib
+import errno
+import os
 import weakref
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _memory
 
-__all__ = ["open", "File", "Error", "FileError", "InvalidError", "can_decode", "isa",
-           "__version__"]
+__all__ = ["open", "safe_open", "File", "Error", "FileError", "InvalidError",
+           "UnknownNameError", "can_decode", "isa", "__version__"]
 
 _c = _lib.load()
 __version__ = _c.tm_version().decode()
@@ -79,6 +85,29 @@ class InvalidError(Error, ValueError):
     range, a closed file."""
 
 
+class UnknownNameError(InvalidError, KeyError):
+    """No tensor of that name (code NOT_FOUND): a KeyError too, as a dict lookup would raise;
+    the message names the closest names the file has."""
+
+
+# FileError by errno, so that `except FileNotFoundError` (PermissionError, IsADirectoryError)
+# catches what the standard library's open() would raise for the same path.
+class _FileNotFound(FileError, FileNotFoundError):
+    pass
+
+
+class _PermissionDenied(FileError, PermissionError):
+    pass
+
+
+class _IsADirectory(FileError, IsADirectoryError):
+    pass
+
+
+_BY_ERRNO = {errno.ENOENT: _FileNotFound, errno.EACCES: _PermissionDenied,
+             errno.EPERM: _PermissionDenied, errno.EISDIR: _IsADirectory}
+
+
 def _error(cls, code, message, offset=None, path=None):
     e = cls(f"{path}: {message}" if path else message)
     e.code, e.message, e.offset, e.path = code, message, offset, path
@@ -89,6 +118,27 @@ def _from_c(cls, err, path=None):
     offset = None if err.offset == _lib.NO_OFFSET else err.offset
     code = _c.tm_status_name(err.code).decode()
     return _error(cls, code, err.message.decode("utf-8", "replace"), offset, path)
+
+
+def _open_error(err, path, spec):
+    """tm_open's failure as the exception Python code expects. The library's tm_error carries no
+    errno, so for a local path that failed to open (IO) the system is asked again, by opening it
+    here; NOT_FOUND (a missing file or shard, HTTP 404) is ENOENT."""
+    code = _c.tm_status_name(err.code)
+    if code not in (b"IO", b"NOT_FOUND", b"NOMEM"):
+        return _from_c(InvalidError, err, path)
+    number = errno.ENOENT if code == b"NOT_FOUND" else None
+    if code == b"IO" and "://" not in spec:
+        try:
+            fd = os.open(spec, os.O_RDONLY | os.O_CLOEXEC)
+            is_dir = os.path.isdir(spec)
+            os.close(fd)
+            number = errno.EISDIR if is_dir else None
+        except OSError as e:
+            number = e.errno
+    e = _from_c(_BY_ERRNO.get(number, FileError), err, path)
+    e.errno, e.strerror, e.filename = number, e.message, path
+    return e
 
 
 def _text(s):
@@ -145,9 +195,7 @@ class File:
         status = _c.tm_open(spec.encode("utf-8", "surrogateescape"), flags, ctypes.byref(ptr),
                             ctypes.byref(err))
         if status != 0:
-            cls = FileError if _c.tm_status_name(status) in (b"IO", b"NOT_FOUND", b"NOMEM") \
-                else InvalidError
-            raise _from_c(cls, err, str(path))
+            raise _open_error(err, str(path), spec)
         self._handle = _Handle(ptr.value)
         self._names = None
 
@@ -185,7 +233,10 @@ class File:
         key = name.encode("utf-8", "surrogateescape")
         t = _c.tm_tensor_findn(h.ptr, key, len(key))
         if not t:
-            raise _error(InvalidError, "NOT_FOUND", f"no tensor named {name!r}",
+            close = difflib.get_close_matches(name, self.keys(), n=3, cutoff=0.6)
+            hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else \
+                f" (it has {len(self)} tensors: keys() lists them)"
+            raise _error(UnknownNameError, "NOT_FOUND", f"no tensor named {name!r}{hint}",
                          path=str(self.path))
         return h, t
 
@@ -205,6 +256,13 @@ class File:
 
     def __len__(self):
         return _c.tm_n_tensors(self._live().ptr)
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __getitem__(self, name):
+        """f[name] is f.get_tensor(name)."""
+        return self.get_tensor(name)
 
     def info(self, name):
         """{"type": "q4_K", "shape": PyTorch order (slowest first), "offset": from the data
@@ -320,7 +378,7 @@ class File:
         h, t = self._tensor(name)
         dtype = self._dtype(t)
         if out is None:
-            out = np.empty(_shape(t), dtype)
+            out = _memory.empty(_shape(t), dtype)
         elif not (isinstance(out, np.ndarray) and out.dtype == dtype and
                   out.flags.c_contiguous and out.flags.writeable and
                   out.size == t.contents.n_elements):
@@ -361,12 +419,16 @@ class File:
         converted to contiguous float32. mode "f32": x stays float32, |y - W x| <= 1e-6 max|y|;
         "q8": x quantized to 8 bits once, as ggml does (faster; docs/matvec.md has the bound)."""
         h, t = self._tensor(name)
+        if mode not in MATVEC_MODES:
+            raise _error(InvalidError, "INVALID_ARG", f"matvec mode {mode!r}: it is one of "
+                         f"{', '.join(map(repr, MATVEC_MODES))}", path=str(self.path))
         x = np.ascontiguousarray(x, dtype=np.float32)
-        if x.shape != (t.contents.ne[0],) or mode not in MATVEC_MODES:
-            raise _error(InvalidError, "INVALID_ARG",
-                         f"tensor {name!r}: x must hold {t.contents.ne[0]} values (it has shape "
-                         f"{x.shape}) and mode be one of {sorted(MATVEC_MODES)} (not {mode!r})",
-                         path=str(self.path))
+        columns = t.contents.ne[0]
+        if x.shape != (columns,):
+            got = f"{x.size} values" if x.ndim == 1 else f"shape {x.shape}"
+            raise _error(InvalidError, "INVALID_ARG", f"tensor {name!r} of shape {_shape(t)}: x "
+                         f"has {got} where {columns} are needed (one per column, its last "
+                         "dimension)", path=str(self.path))
         y = np.empty(_c.tm_tensor_rows(t), np.float32)
         err = _lib.Error()
         if _c.tm_matvec(t, x.ctypes.data, y.ctypes.data, MATVEC_MODES[mode], 0,
@@ -380,3 +442,6 @@ def open(path, *, all_shards=False, mmap=True):   # noqa: A001 (the safetensors 
     "ollama:NAME[:TAG]" (the GGUF blob of an Ollama model). all_shards: a safetensors shard
     opens its whole checkpoint. mmap=False reads the file into memory instead of mapping it."""
     return File(path, all_shards=all_shards, mmap=mmap)
+
+
+from ._safe_open import safe_open   # noqa: E402 (it builds on File)
