@@ -161,18 +161,6 @@ class _Handle:
         weakref.finalize(self, _c.tm_close, ptr).atexit = False
 
 
-class _MappedBytes:
-    """What a get_raw() array is a view of: numpy keeps it as the array's base, and it keeps the
-    mapping alive."""
-
-    __slots__ = ("__array_interface__", "_handle")
-
-    def __init__(self, handle, address, n_bytes):
-        self._handle = handle
-        self.__array_interface__ = {"version": 3, "shape": (n_bytes,), "typestr": "|u1",
-                                    "data": (address, True)}   # True: read-only
-
-
 def _shape(t):
     dims = (ctypes.c_uint64 * _lib.MAX_DIMS)()
     n = _c.tm_tensor_shape(t, dims)
@@ -198,6 +186,8 @@ class File:
             raise _open_error(err, str(path), spec)
         self._handle = _Handle(ptr.value)
         self._names = None
+        self._mapped = mmap
+        self._cow = None   # _memory.CopyOnWrite, made by the first zero-copy view
 
     # ---- lifetime ----------------------------------------------------------------------------
 
@@ -206,6 +196,7 @@ class File:
         last such array is gone (arrays from get_raw() stay readable). Calling it again does
         nothing; any other call on a closed File raises InvalidError."""
         self._handle = None
+        self._cow = None
 
     @property
     def closed(self):
@@ -331,18 +322,39 @@ class File:
     # ---- tensor data -------------------------------------------------------------------------
 
     def get_raw(self, name):
-        """The tensor's bytes as a read-only numpy uint8 array viewing the mapping: no copy,
-        constant time. The array keeps the mapping alive (even past close()). For a remote file
-        (a URL), the bytes are fetched into a new array instead."""
+        """The tensor's bytes as a read-only numpy uint8 array viewing the file: no copy,
+        constant time. The array keeps what it views alive (even past close()). For a remote
+        file (a URL), the bytes are fetched into a new array instead."""
         h, t = self._tensor(name)
         n = t.contents.n_bytes
-        if n == 0 or not t.contents.data:
-            out = np.empty(n, np.uint8)
+        view = self._view(h, t, writable=False) if n else None
+        if view is None:
+            view = np.empty(n, np.uint8)
             if n:
-                self._fetch(t, 0, out)
-            out.flags.writeable = False
-            return out
-        return np.asarray(_MappedBytes(h, t.contents.data, n))
+                self._fetch(t, 0, view)
+            view.flags.writeable = False
+        return view
+
+    def _view(self, h, t, writable):
+        """The tensor's bytes without a copy, as a uint8 array, or None when there is nothing
+        to view (a remote file). A file opened mapped is viewed through a copy-on-write mapping
+        of its own (_memory.CopyOnWrite: a write, even by torch, cannot fault or reach the
+        file); read-only unless writable. mmap=False: the library's copy in memory, read-only
+        only (writing into it would change what later decodes see)."""
+        tc = t.contents
+        if not tc.data:
+            return None
+        if self._mapped:
+            if self._cow is None:
+                n = _c.tm_file_layout(h.ptr).contents.n_shards
+                self._cow = _memory.CopyOnWrite(
+                    self.shards(), [_c.tm_shard_layout(h.ptr, i).contents.file_size
+                                    for i in range(n)])
+            start = _c.tm_shard_layout(h.ptr, tc.shard).contents.data_start + tc.offset
+            view = self._cow.view(tc.shard, start, tc.n_bytes, writable)
+            if view is not None:
+                return view
+        return None if writable else np.asarray(_memory.ReadOnly(h, tc.data, tc.n_bytes))
 
     @staticmethod
     def _dtype(t):

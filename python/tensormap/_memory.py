@@ -27,23 +27,38 @@ def empty(shape, dtype):
     return whole[skip:skip + n_bytes].view(dtype).reshape(shape)
 
 
+class ReadOnly:
+    """What a read-only array over memory the package does not own is a view of: numpy keeps it
+    as the array's base, and it keeps owner (what the memory belongs to) alive. numpy refuses to
+    make such an array writable."""
+
+    __slots__ = ("__array_interface__", "_owner")
+
+    def __init__(self, owner, address, n_bytes):
+        self._owner = owner
+        self.__array_interface__ = {"version": 3, "shape": (n_bytes,), "typestr": "|u1",
+                                    "data": (address, True)}   # True: read-only
+
+
 class CopyOnWrite:
     """Private mappings (MAP_PRIVATE, readable and writable) of a checkpoint's shard files, one
     per shard, made on first use. An array over one shares the page cache's pages with the
-    library's read-only mapping until something writes to it; a write then copies that page
-    into the process and never reaches the file. So a framework that cannot be told an array is
-    read-only (torch.frombuffer/from_numpy warn and let in-place ops write) gets zero-copy
-    tensors that cannot fault or change the file. Each array keeps its mapping alive."""
+    library's own (PROT_READ) mapping until something writes to it; a write then copies that
+    page into the process and never reaches the file. Every zero-copy array the package hands
+    out views one of these, not the library's mapping: numpy's are flagged read-only, but
+    torch.from_numpy and torch.frombuffer only warn about that and let an in-place op (mul_)
+    write, which into a PROT_READ page would kill the process. Each array keeps its mapping
+    alive, past close()."""
 
     def __init__(self, paths, sizes):
         self._paths, self._sizes, self._maps = paths, sizes, {}
 
-    def view(self, shard, offset, n_bytes):
-        """Bytes [offset, offset + n_bytes) of shard's file as a writable uint8 array, or None
-        when the path is no longer the file the library opened (its size differs) or cannot be
-        mapped (standard input, a pipe)."""
-        m = self._maps.get(shard)
-        if m is None:
+    def view(self, shard, offset, n_bytes, writable):
+        """Bytes [offset, offset + n_bytes) of shard's file as a uint8 array, or None when the
+        path is no longer the file the library opened (its size differs) or cannot be mapped
+        (standard input, a pipe)."""
+        whole = self._maps.get(shard)
+        if whole is None:
             try:
                 fd = os.open(self._paths[shard], os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
@@ -51,10 +66,12 @@ class CopyOnWrite:
             try:
                 if os.fstat(fd).st_size != self._sizes[shard]:
                     return None
-                m = mmap.mmap(fd, 0, access=mmap.ACCESS_COPY)
+                whole = np.frombuffer(mmap.mmap(fd, 0, access=mmap.ACCESS_COPY), np.uint8)
             except (OSError, ValueError):
                 return None
             finally:
                 os.close(fd)
-            self._maps[shard] = m
-        return np.frombuffer(m, np.uint8, n_bytes, offset)
+            self._maps[shard] = whole
+        if writable:
+            return whole[offset:offset + n_bytes]
+        return np.asarray(ReadOnly(whole, whole.ctypes.data + offset, n_bytes))

@@ -12,8 +12,7 @@ import ctypes
 
 import numpy as np
 
-from . import File, InvalidError, _c, _error, _from_c, _index, _lib, _memory, _MappedBytes, \
-    _shape
+from . import File, InvalidError, _c, _error, _from_c, _index, _lib, _memory, _shape
 from ._dtypes import DECODED, STORED, requested
 
 FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt", "pytorch": "pt"}
@@ -57,8 +56,6 @@ class safe_open:   # noqa: N801 (safetensors' name)
             from . import _torch
             self._torch = _torch
         self._file = File(filename, all_shards=all_shards, mmap=mmap)
-        self._mapped = mmap   # mmap=False: the file may change, so it is never mapped again
-        self._cow = None
 
     def __enter__(self):
         return self
@@ -69,7 +66,6 @@ class safe_open:   # noqa: N801 (safetensors' name)
     def close(self):
         """Tensors already handed out stay valid (they keep what they view alive)."""
         self._file.close()
-        self._cow = None
 
     def __repr__(self):
         return f"<tensormap.safe_open {self._file.path!r} framework={self._framework!r}>"
@@ -163,29 +159,15 @@ class safe_open:   # noqa: N801 (safetensors' name)
         return self._torch.tensor(array, kind) if self._framework == "pt" else array
 
     def _zero_copy(self, h, t, shape, dtype, private):
-        """The whole tensor as an array of its stored dtype over the file's bytes, or None
-        when that cannot be: a remote file (nothing mapped), bytes not aligned to the element
-        size, BOOL (its bytes are any value, numpy's bool only 0 or 1). numpy: a read-only
-        view of the library's mapping; private: a copy-on-write mapping of the file (for torch
-        and DLPack consumers, which may write), only when the file was opened mapped."""
+        """The whole tensor as an array of its stored dtype over the file's bytes (File._view),
+        or None when that cannot be: a remote file, bytes not aligned to the element size, BOOL
+        (its bytes may be any value, numpy's bool only 0 or 1). Read-only, or private: a
+        writable copy-on-write mapping (for torch and DLPack consumers, which may write)."""
         tc = t.contents
         if not tc.data or tc.data % dtype.itemsize or dtype == np.bool_:
             return None
-        if not private:
-            raw = np.asarray(_MappedBytes(h, tc.data, tc.n_bytes))
-        else:
-            if not self._mapped:
-                return None
-            if self._cow is None:
-                n = _c.tm_file_layout(h.ptr).contents.n_shards
-                self._cow = _memory.CopyOnWrite(
-                    self._file.shards(),
-                    [_c.tm_shard_layout(h.ptr, i).contents.file_size for i in range(n)])
-            start = _c.tm_shard_layout(h.ptr, tc.shard).contents.data_start + tc.offset
-            raw = self._cow.view(tc.shard, start, tc.n_bytes)
-            if raw is None:
-                return None
-        return raw.view(dtype).reshape(shape)
+        raw = self._file._view(h, t, writable=private)
+        return None if raw is None else raw.view(dtype).reshape(shape)
 
     def _cols_start(self, t, shape, cols):
         """The first column of the block-aligned column span that holds cols."""
