@@ -41,37 +41,36 @@ class ReadOnly:
 
 
 class CopyOnWrite:
-    """Private mappings (MAP_PRIVATE, readable and writable) of a checkpoint's shard files, one
-    per shard, made on first use. An array over one shares the page cache's pages with the
+    """Private mappings (MAP_PRIVATE, readable and writable) of byte ranges of a checkpoint's
+    shard files, a new one for every array. One shares the page cache's pages with the
     library's own (PROT_READ) mapping until something writes to it; a write then copies that
-    page into the process and never reaches the file. Every zero-copy array the package hands
-    out views one of these, not the library's mapping: numpy's are flagged read-only, but
-    torch.from_numpy and torch.frombuffer only warn about that and let an in-place op (mul_)
-    write, which into a PROT_READ page would kill the process. Each array keeps its mapping
-    alive, past close()."""
+    page into the process and never reaches the file, nor any other array. Every zero-copy
+    array the package hands out views one of these, not the library's mapping: numpy's are
+    flagged read-only, but torch.from_numpy and torch.frombuffer only warn about that and let an
+    in-place op (mul_) write, which into a PROT_READ page would kill the process. Each array
+    keeps its mapping alive, past close()."""
 
     def __init__(self, paths, sizes):
-        self._paths, self._sizes, self._maps = paths, sizes, {}
+        self._paths, self._sizes = paths, sizes
 
     def view(self, shard, offset, n_bytes, writable):
         """Bytes [offset, offset + n_bytes) of shard's file as a uint8 array, or None when the
         path is no longer the file the library opened (its size differs) or cannot be mapped
         (standard input, a pipe)."""
-        whole = self._maps.get(shard)
-        if whole is None:
-            try:
-                fd = os.open(self._paths[shard], os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
+        start = offset - offset % mmap.ALLOCATIONGRANULARITY
+        try:
+            fd = os.open(self._paths[shard], os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            if os.fstat(fd).st_size != self._sizes[shard]:
                 return None
-            try:
-                if os.fstat(fd).st_size != self._sizes[shard]:
-                    return None
-                whole = np.frombuffer(mmap.mmap(fd, 0, access=mmap.ACCESS_COPY), np.uint8)
-            except (OSError, ValueError):
-                return None
-            finally:
-                os.close(fd)
-            self._maps[shard] = whole
+            m = mmap.mmap(fd, offset + n_bytes - start, access=mmap.ACCESS_COPY, offset=start)
+        except (OSError, ValueError):
+            return None
+        finally:
+            os.close(fd)
+        whole = np.frombuffer(m, np.uint8)[offset - start:]
         if writable:
-            return whole[offset:offset + n_bytes]
-        return np.asarray(ReadOnly(whole, whole.ctypes.data + offset, n_bytes))
+            return whole
+        return np.asarray(ReadOnly(whole, whole.ctypes.data, n_bytes))

@@ -264,8 +264,8 @@ class Slice:
         consumer may write), BufferError otherwise."""
         owner = self._owner
         h, t = owner._file._tensor(self._name)
-        how, dtype = owner._kind(t, self._want)
         kind = _type_name(t)
+        how, dtype = owner._kind(t, self._want or kind)   # as stored, whatever the framework
         if how != "stored":
             raise BufferError(f"tensor {self._name!r} is {kind}: it must be decoded, so there "
                               "is nothing to share (use get_tensor)")

@@ -62,6 +62,19 @@ def write_q4_k_model(path, shapes, sparse=False):
     return {n: (len(header) + offsets[n], tensors[n][2]) for n in shapes}
 
 
+def in_a_mapping_of(path, address):
+    """Whether address lies in a mapping of the file at path (/proc/self/maps): a view, not a
+    copy."""
+    real = os.path.realpath(path)
+    with open("/proc/self/maps") as fp:
+        for line in fp:
+            fields = line.split()
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            if fields[-1] == real and lo <= address < hi:
+                return True
+    return False
+
+
 @contextlib.contextmanager
 def http_server(root):
     """tests/support/http_server.py serving root on 127.0.0.1: yields its base URL."""
