@@ -13,15 +13,20 @@ import numpy as np
 
 from conftest import ROOT, corpus_path
 
-Q4_K = 12                     # ggml's type id; blocks of 256 values in 144 bytes
-BLOCK, BLOCK_BYTES = 256, 144
+# ggml's type ids and block geometry (values, bytes) of the types these files hold
+TYPES = {"q4_K": (12, 256, 144), "q8_0": (8, 32, 34)}
+BLOCK, BLOCK_BYTES = TYPES["q4_K"][1:]
 
 
 def gguf_header(tensors, alignment=32):
-    """The header of a GGUF v3 file with no metadata and tensors name -> (type id, ne, n_bytes)
-    placed in order at multiples of alignment: (header bytes padded, {name: data offset}, data
-    size)."""
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 0)
+    """The header of a GGUF v3 file with tensors name -> (type id, ne, n_bytes) placed in order
+    at multiples of alignment (declared by general.alignment unless 32, the only metadata):
+    (header bytes padded, {name: data offset}, data size)."""
+    kv = b""
+    if alignment != 32:
+        key = b"general.alignment"
+        kv = struct.pack("<Q", len(key)) + key + struct.pack("<II", 4, alignment)   # u32
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 1 if kv else 0) + kv
     infos, offsets, at = b"", {}, 0
     for name, (type_id, ne, n_bytes) in tensors.items():
         at += -at % alignment
@@ -33,32 +38,38 @@ def gguf_header(tensors, alignment=32):
     return header + b"\0" * (-len(header) % alignment), offsets, at
 
 
-def q4_k_bytes(ne):
-    return ne[0] // BLOCK * BLOCK_BYTES * int(np.prod(ne[1:]))
+def row_bytes(ne, kind="q4_K"):
+    _, block, block_bytes = TYPES[kind]
+    return ne[0] // block * block_bytes
 
 
-def golden_q4_k_blocks():
-    """The golden corpus' q4_K blocks (ggml-quantized realistic values), as (n, 144) uint8."""
+def golden_blocks(kind):
+    """The golden corpus' blocks of that type (ggml-quantized realistic values), as rows of
+    block bytes."""
     import tensormap
     with tensormap.open(corpus_path("golden", "golden-a.gguf")) as f:
-        return f.get_raw("q4_K.rows.weight").copy().reshape(-1, BLOCK_BYTES)
+        return f.get_raw(kind + ".rows.weight").copy().reshape(-1, TYPES[kind][2])
 
 
-def write_q4_k_model(path, shapes, sparse=False):
-    """A GGUF file of q4_K tensors name -> ne (GGUF order: ne[0] is the row). sparse: the data
-    is a hole (reads as zeros, costs no disk: for a 7B-shaped file); otherwise the golden q4_K
-    blocks tiled. Returns {name: (file offset of its data, n_bytes)}."""
-    tensors = {n: (Q4_K, ne, q4_k_bytes(ne)) for n, ne in shapes.items()}
-    header, offsets, size = gguf_header(tensors)
+def write_model(path, shapes, kind="q4_K", sparse=False, alignment=32):
+    """A GGUF file of tensors name -> ne (GGUF order: ne[0] is the row) of type kind. sparse:
+    the data is a hole (reads as zeros, costs no disk: for a 7B-shaped file); otherwise the
+    golden blocks tiled. alignment: where the data section and each tensor start (4096 keeps
+    every tensor byte out of the first HTTP request's 4 KiB). Returns {name: (file offset of
+    its data, n_bytes)}."""
+    type_id, _, block_bytes = TYPES[kind]
+    tensors = {n: (type_id, ne, row_bytes(ne, kind) * int(np.prod(ne[1:])))
+               for n, ne in shapes.items()}
+    header, offsets, size = gguf_header(tensors, alignment)
     with open(path, "wb") as fp:
         fp.write(header)
         if sparse:
             fp.truncate(len(header) + size)
         else:
-            blocks = golden_q4_k_blocks()
+            blocks = golden_blocks(kind)
             for name, (_, ne, n_bytes) in tensors.items():
                 fp.seek(len(header) + offsets[name])
-                fp.write(np.resize(blocks, (n_bytes // BLOCK_BYTES, BLOCK_BYTES)).tobytes())
+                fp.write(np.resize(blocks, (n_bytes // block_bytes, block_bytes)).tobytes())
     return {n: (len(header) + offsets[n], tensors[n][2]) for n in shapes}
 
 

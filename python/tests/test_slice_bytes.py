@@ -7,19 +7,20 @@ import numpy as np
 import pytest
 
 import tensormap
-from model_files import BLOCK, BLOCK_BYTES, http_server, write_q4_k_model
+from model_files import BLOCK, BLOCK_BYTES, http_server, write_model
 
 HIDDEN, FFN = 4096, 11008
 SHAPES = {"blk.0.attn_q.weight": (HIDDEN, HIDDEN),       # GGUF ne: (row, rows)
           "blk.0.ffn_up.weight": (HIDDEN, FFN),
           "blk.0.ffn_down.weight": (FFN, HIDDEN)}
-CHUNK = 4096   # TM_HTTP_CHUNK: the first request, which the header fits in
+CHUNK = 4096   # TM_HTTP_CHUNK: the first request, which holds the header and no tensor byte
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("www7b")
-    layout = write_q4_k_model(root / "llama-7b-shaped.gguf", SHAPES, sparse=True)
+    layout = write_model(root / "llama-7b-shaped.gguf", SHAPES, sparse=True, alignment=CHUNK)
+    assert min(start for start, _ in layout.values()) >= CHUNK   # no tensor byte in the head
     with http_server(root) as url:
         yield url + "/files/llama-7b-shaped.gguf", layout
 
