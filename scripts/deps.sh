@@ -4,7 +4,9 @@
 # (JSON in and out, safetensors headers), libcurl4-openssl-dev (remote files: HTTP range requests,
 # TLS, redirects, HTTP/2), libcriterion-dev (the test suite), lz4 (the tests
 # decompress dumps with the real lz4 binary), python3-numpy and python3-pytest (the Python
-# package and its tests, for Debian's /usr/bin/python3: the first python3 on PATH may be another).
+# package and its tests, for Debian's /usr/bin/python3: the first python3 on PATH may be another),
+# python3-torch (the safe_open(framework="pt") and torch.distributed tests; without it they skip,
+# saying so).
 #
 #   scripts/deps.sh lib     what the library and the tool build against (CURL=0: no libcurl)
 #   scripts/deps.sh test    what the test suite adds
@@ -25,6 +27,7 @@ command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 have_module() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
 have_module numpy                 || missing="$missing python3-numpy"
 have_module pytest                || missing="$missing python3-pytest"
+have_module torch                 || missing="$missing python3-torch"
 ;;
 *) echo "usage: scripts/deps.sh lib|test" >&2; exit 2 ;;
 esac
