@@ -12,7 +12,7 @@ import ctypes
 
 import numpy as np
 
-from . import File, InvalidError, _c, _error, _from_c, _index, _lib, _memory, _shape
+from . import File, InvalidError, _c, _error, _from_c, _index, _lib, _memory, _shape, _text
 from ._dtypes import DECODED, STORED, requested
 
 FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt", "pytorch": "pt"}
@@ -122,9 +122,10 @@ class safe_open:   # noqa: N801 (safetensors' name)
                        not (kind == "bf16" and self._framework == "np")):
             return "stored", np.dtype(stored[1])
         if stored and kind not in DECODED:
-            raise _error(InvalidError, "INVALID_ARG", f"tensor {_text_name(t)!r} holds {kind} "
-                         f"values, which keep their type: dtype={want!r} applies to float "
-                         "tensors", path=str(self._file.path))
+            raise _error(InvalidError, "INVALID_ARG",
+                         f"tensor {_text(t.contents.name)!r} holds {kind} values, which keep "
+                         f"their type: dtype={want!r} applies to float tensors",
+                         path=str(self._file.path))
         return "decoded", want or "f32"
 
     def _read(self, name, want, key):
@@ -149,7 +150,7 @@ class safe_open:   # noqa: N801 (safetensors' name)
             window = self._window(h, t, shape, what, how, lo, hi, cols)
             items = [_index.shifted(items[0], lo)] + items[1:]
             if cols is not None:
-                items[-1] = _index.shifted(items[-1], self._cols_start(t, shape, cols))
+                items[-1] = _index.shifted(items[-1], self._cols_start(t, cols))
         got = window[tuple(items) + (...,)]   # the ... keeps a 0-d result an array
         if got.size != window.size:   # a cut: keep only what was asked for
             got = np.ascontiguousarray(got)
@@ -169,7 +170,7 @@ class safe_open:   # noqa: N801 (safetensors' name)
         raw = self._file._view(h, t, writable=private)
         return None if raw is None else raw.view(dtype).reshape(shape)
 
-    def _cols_start(self, t, shape, cols):
+    def _cols_start(self, t, cols):
         """The first column of the block-aligned column span that holds cols."""
         block = _c.tm_type_block_elems(t.contents.type) or 1
         return cols[0] // block * block
@@ -189,16 +190,16 @@ class safe_open:   # noqa: N801 (safetensors' name)
         if len(shape) <= 1:   # one row: whole blocks around [lo, hi)
             first, last = lo // block * block, min(-(-hi // block) * block, row)
             out = self._decode(lambda buf, err: _c.tm_dequant_elements(
-                t, first, last - first, buf, err), (last - first,), what, h)
+                t, first, last - first, buf, err), (last - first,), what)
             return out[lo - first:hi - first] if shape else out.reshape(())
         rows_per = inner // row
         r0, r1 = lo * rows_per, hi * rows_per
         win_shape = (hi - lo,) + tuple(shape[1:-1])
-        c0 = self._cols_start(t, shape, cols)
+        c0 = self._cols_start(t, cols)
         c1 = min(-(-cols[1] // block) * block, row)
         if c1 - c0 == row:
             return self._decode(lambda buf, err: _c.tm_dequant_rows_mt(
-                t, r0, r1, buf, 0, err), win_shape + (row,), what, h)
+                t, r0, r1, buf, 0, err), win_shape + (row,), what)
 
         def by_row(buf, err):
             width = (c1 - c0) * 4
@@ -207,9 +208,9 @@ class safe_open:   # noqa: N801 (safetensors' name)
                 if status:
                     return status
             return 0
-        return self._decode(by_row, win_shape + (c1 - c0,), what, h)
+        return self._decode(by_row, win_shape + (c1 - c0,), what)
 
-    def _decode(self, call, shape, what, h):
+    def _decode(self, call, shape, what):
         """call(address, err) decodes float32 values of this shape into a new array; for f16 or
         bf16 they are then rounded into the array returned (tm_f32_to_f16/bf16, as torch's
         .to() rounds)."""
@@ -223,11 +224,6 @@ class safe_open:   # noqa: N801 (safetensors' name)
         convert = _c.tm_f32_to_f16 if what == "f16" else _c.tm_f32_to_bf16
         convert(out.ctypes.data, half.ctypes.data, out.size)
         return half
-
-
-def _text_name(t):
-    return ctypes.string_at(t.contents.name.ptr, t.contents.name.len).decode("utf-8",
-                                                                             "surrogateescape")
 
 
 class Slice:

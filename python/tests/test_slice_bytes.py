@@ -64,3 +64,18 @@ def test_a_missing_url_is_file_not_found(served):
     with pytest.raises(FileNotFoundError) as e:
         tensormap.safe_open(url.replace("llama-7b", "nope"), framework="np")
     assert "HTTP 404" in e.value.message
+
+
+def test_a_stored_slice_over_http_fetches_only_its_rows(tmp_path, monkeypatch):
+    """safetensors over HTTP: nothing is mapped, so [a:b] of an F32 tensor fetches rows a..b,
+    and a negative step is applied to them after."""
+    from test_formats import write_safetensors
+    w = np.random.default_rng(3).standard_normal((64, 1024)).astype("<f4")
+    write_safetensors(tmp_path / "w.safetensors", {"w": ("F32", w.shape, w.tobytes())})
+    monkeypatch.setenv("TM_HTTP_CHUNK", str(CHUNK))
+    with http_server(tmp_path) as url:
+        with tensormap.safe_open(url + "/files/w.safetensors", framework="np") as f:
+            head, _ = f._file.fetched()
+            part = f.get_slice("w")[40:10:-3]
+            assert np.array_equal(part, w[40:10:-3])
+            assert f._file.fetched()[0] - head == (40 - 13 + 1) * 1024 * 4
