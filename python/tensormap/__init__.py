@@ -186,8 +186,13 @@ class File:
             raise _open_error(err, str(path), spec)
         self._handle = _Handle(ptr.value)
         self._names = None
-        self._mapped = mmap
-        self._cow = None   # _memory.CopyOnWrite, made by the first zero-copy view
+        self._cow = None   # _memory.CopyOnWrite: what zero-copy views map
+        self._in_memory = not mmap
+        if mmap and not _c.tm_file_is_remote(ptr.value):
+            n = _c.tm_file_layout(ptr.value).contents.n_shards
+            self._cow = _memory.CopyOnWrite(
+                self.shards(), [_c.tm_shard_layout(ptr.value, i).contents.file_size
+                                for i in range(n)])
 
     # ---- lifetime ----------------------------------------------------------------------------
 
@@ -337,24 +342,23 @@ class File:
 
     def _view(self, h, t, writable):
         """The tensor's bytes without a copy, as a uint8 array, or None when there is nothing
-        to view (a remote file). A file opened mapped is viewed through a copy-on-write mapping
-        of its own (_memory.CopyOnWrite: a write, even by torch, cannot fault or reach the
-        file); read-only unless writable. mmap=False: the library's copy in memory, read-only
-        only (writing into it would change what later decodes see)."""
+        to view without risk (the caller then copies). A file opened mapped is viewed through a
+        copy-on-write mapping of its own (_memory.CopyOnWrite: a write, even by torch, cannot
+        fault or reach the file), never through the library's PROT_READ mapping; read-only
+        unless writable. mmap=False: the library's copy in memory, read-only only (writing
+        into it would change what later decodes see)."""
         tc = t.contents
         if not tc.data:
             return None
-        if self._mapped:
-            if self._cow is None:
-                n = _c.tm_file_layout(h.ptr).contents.n_shards
-                self._cow = _memory.CopyOnWrite(
-                    self.shards(), [_c.tm_shard_layout(h.ptr, i).contents.file_size
-                                    for i in range(n)])
+        cow = self._cow
+        if cow is not None:
             start = _c.tm_shard_layout(h.ptr, tc.shard).contents.data_start + tc.offset
-            view = self._cow.view(tc.shard, start, tc.n_bytes, writable)
+            view = cow.view(tc.shard, start, tc.n_bytes, writable)
             if view is not None:
                 return view
-        return None if writable else np.asarray(_memory.ReadOnly(h, tc.data, tc.n_bytes))
+        if writable or not self._in_memory:
+            return None
+        return np.asarray(_memory.ReadOnly(h, tc.data, tc.n_bytes))
 
     @staticmethod
     def _dtype(t):

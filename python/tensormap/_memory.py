@@ -3,6 +3,7 @@ and copy-on-write mappings of a file for frameworks that have no read-only array
 
 import mmap
 import os
+import stat
 
 import numpy as np
 
@@ -51,19 +52,33 @@ class CopyOnWrite:
     keeps its mapping alive, past close()."""
 
     def __init__(self, paths, sizes):
-        self._paths, self._sizes = paths, sizes
+        """Made right after tm_open: each shard path's identity (device, inode) now, when it is a
+        regular file of the size the library saw, is taken to be the file the library opened;
+        a view is made only of that same file later (a path replaced since, even by a file of
+        the same size, is not viewed)."""
+        self._paths, self._ids = paths, []
+        for path, size in zip(paths, sizes):
+            try:
+                st = os.stat(path)
+                ok = stat.S_ISREG(st.st_mode) and st.st_size == size
+            except (OSError, ValueError):
+                ok = False
+            self._ids.append((st.st_dev, st.st_ino, size) if ok else None)
 
     def view(self, shard, offset, n_bytes, writable):
         """Bytes [offset, offset + n_bytes) of shard's file as a uint8 array, or None when the
-        path is no longer the file the library opened (its size differs) or cannot be mapped
-        (standard input, a pipe)."""
+        path is no longer the file the library opened or cannot be mapped (standard input, a
+        pipe, a URL)."""
+        if self._ids[shard] is None:
+            return None
         start = offset - offset % mmap.ALLOCATIONGRANULARITY
         try:
             fd = os.open(self._paths[shard], os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             return None
         try:
-            if os.fstat(fd).st_size != self._sizes[shard]:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino, st.st_size) != self._ids[shard]:
                 return None
             m = mmap.mmap(fd, offset + n_bytes - start, access=mmap.ACCESS_COPY, offset=start)
         except (OSError, ValueError):

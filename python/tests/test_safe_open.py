@@ -189,3 +189,16 @@ def test_an_unknown_name_is_a_key_error_naming_the_close_ones(st_file):
         with pytest.raises(KeyError) as e:
             f.get_tensor("zzzzzzzz")
         assert "keys() lists them" in e.value.message
+
+
+def test_a_path_replaced_after_open_is_not_viewed(tmp_path):
+    """Views map the path again: once another file (of the same size) has replaced it, they
+    must not show that file's bytes, but the ones the library opened (then as a copy)."""
+    path = tmp_path / "w.safetensors"
+    write_safetensors(path, {"F32": ("F32", F32.shape, F32.tobytes())})
+    with tensormap.safe_open(path, framework="np") as f:
+        other = tmp_path / "other.safetensors"
+        write_safetensors(other, {"F32": ("F32", F32.shape, (F32 + 1).tobytes())})
+        other.replace(path)
+        assert np.array_equal(f.get_tensor("F32"), F32)
+        assert f._file.get_raw("F32").tobytes() == F32.tobytes()
