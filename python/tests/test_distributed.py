@@ -53,11 +53,18 @@ def test_two_ranks_all_gather_the_whole_tensors(tmp_path, monkeypatch):
     index = sharded_bf16_checkpoint(tmp_path)
     result = tmp_path / "result.json"
     monkeypatch.setenv("TM_HTTP_CHUNK", str(CHUNK))
+    env = dict(os.environ)
+    if "libasan" in env.get("LD_PRELOAD", ""):
+        # make SAN=1: ASan preloaded into the interpreter resolves its __cxa_throw interceptor
+        # when it starts, before torch has loaded libstdc++, and then aborts on the first C++
+        # exception gloo throws (and catches) in a thread; libstdc++ preloaded after it is there
+        # in time
+        env["LD_PRELOAD"] += " libstdc++.so.6"
     with http_server(tmp_path) as url:
         run = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
                                                            "dist_worker.py"),
                               str(result), url + "/files/tp.gguf", str(index)],
-                             capture_output=True, text=True, timeout=600)
+                             capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     ranks = json.loads(result.read_text())
     assert len(ranks) == 2
