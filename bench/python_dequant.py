@@ -18,6 +18,18 @@ every repeat) so that the machine's noise falls on all alike, the median and min
   get_tensor        the binding, returning a new array                   (vs C, fresh buffer)
   numpy             a pure-numpy decoder (one thread), on the first --numpy-mib MiB only
                     (verified bit for bit against the library on the golden tensor first)
+  C, rows           tm_dequant_rows_mt of the second half of the rows (a tensor-parallel rank's
+                    part) into a preallocated buffer
+  get_slice         safe_open(..).get_slice("weight")[a:b], the same rows, a new array
+                    (vs C, rows; the target is 1.1x)
+
+get_tensor's fresh array is on transparent huge pages (python/tensormap/_memory.py): one fault
+per 2 MiB instead of per 4 KiB, which is what made it slower than decoding into a buffer already
+touched (the target is 0.9 of "C, preallocated" in speed, i.e. at most 1.11x in time).
+
+Then, without decoding: safe_open's get_tensor of a 256 MiB F16 safetensors tensor (a view of a
+copy-on-write mapping, zero-copy) against numpy.memmap of the same bytes, and against reading
+them (np.fromfile): both views cost the same, constant time, whatever the size.
 
 GB/s are of float32 output, 1 GB = 10^9 bytes. "vs C" is time per output byte against the C
 case named in brackets (numpy: against C, preallocated), from medians; "paired" the median over
@@ -26,6 +38,7 @@ repeats of each run against its C case's run in the same repeat (they run next t
 
 import argparse
 import ctypes
+import json
 import os
 import platform
 import statistics
@@ -134,7 +147,8 @@ def main():
     ap.add_argument("--types", default="q4_K,q8_0")
     ap.add_argument("--cases", default="all",
                     help="comma-separated subset: prealloc (C + get_tensor(out=)), fresh "
-                         "(C + get_tensor), numpy")
+                         "(C + get_tensor), numpy, slice (C rows + get_slice), zerocopy "
+                         "(safe_open against numpy.memmap)")
     args = ap.parse_args()
 
     cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
@@ -161,6 +175,8 @@ def main():
             finally:
                 if not args.keep:
                     os.unlink(path)
+    if args.cases == "all" or "zerocopy" in args.cases.split(","):
+        zero_copy(args)
 
 
 def call_overhead(f, name):
@@ -202,6 +218,17 @@ def run(path, type_name, args):
         numpy_bytes = min(raw.nbytes, args.numpy_mib << 20)
         numpy_bytes -= numpy_bytes % (144 if type_name == "q4_K" else 34)
         fresh = lambda: np.empty(info["shape"], np.float32)   # noqa: E731
+        rows = info["shape"][0]
+        half = np.ones((rows - rows // 2, info["shape"][1]), np.float32)
+        sig = [ctypes.POINTER(_lib.Tensor), ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p,
+               ctypes.c_uint, ctypes.c_void_p]
+        c.tm_dequant_rows_mt.argtypes, c.tm_dequant_rows_mt.restype = sig, ctypes.c_int
+
+        def c_rows(buf):
+            check(c.tm_dequant_rows_mt(t, rows // 2, rows, buf.ctypes.data, 0,
+                                       ctypes.byref(err)), err)
+            return buf
+        sf = tensormap.safe_open(path, framework="np")
         # name -> (call, the C case it is compared with)
         cases = {
             "C, preallocated": (lambda: c_into(prealloc), "C, preallocated"),
@@ -209,13 +236,19 @@ def run(path, type_name, args):
             "C, fresh buffer": (lambda: c_into(fresh()), "C, fresh buffer"),
             "get_tensor": (lambda: f.get_tensor("weight"), "C, fresh buffer"),
             "numpy": (lambda: NUMPY[type_name](raw[:numpy_bytes]), "C, preallocated"),
+            "C, rows": (lambda: c_rows(half), "C, rows"),
+            "get_slice": (lambda: sf.get_slice("weight")[rows // 2:], "C, rows"),
         }
         groups = {"prealloc": ("C, preallocated", "get_tensor(out=)"),
-                  "fresh": ("C, fresh buffer", "get_tensor"), "numpy": ("numpy",)}
+                  "fresh": ("C, fresh buffer", "get_tensor"), "numpy": ("numpy",),
+                  "slice": ("C, rows", "get_slice")}
         if args.cases != "all":
-            wanted = {k for g in args.cases.split(",") for k in groups[g]} | {"C, preallocated"}
+            wanted = {k for g in args.cases.split(",") if g in groups for k in groups[g]} | \
+                {"C, preallocated"}
             cases = {k: v for k, v in cases.items() if k in wanted}
         out_bytes = {k: n * 4 for k in cases}
+        for k in ("C, rows", "get_slice"):
+            out_bytes[k] = half.size * 4
         out_bytes["numpy"] = numpy_bytes // (144 if type_name == "q4_K" else 34) * \
             (256 if type_name == "q4_K" else 32) * 4
         times = {k: [] for k in cases}
@@ -223,7 +256,8 @@ def run(path, type_name, args):
         for k, (fn, _) in cases.items():                  # warm-up, and the outputs agree
             _, out = timed(fn)
             got = out.reshape(-1)
-            assert np.array_equal(got.view(np.uint32), ref[:got.size].view(np.uint32)), k
+            want = ref[-got.size:] if k in ("C, rows", "get_slice") else ref[:got.size]
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), k
             del out, got
         del ref
         order = list(cases)
@@ -244,6 +278,36 @@ def run(path, type_name, args):
             print(f"{type_name:6} {info['nbytes'] / 2**20 if k != 'numpy' else numpy_bytes / 2**20:9.0f} "
                   f"{out_bytes[k] / 2**20:10.0f}  {k:17} {med:9.3f} {min(ts):7.3f} "
                   f"{out_bytes[k] / med / 1e9:6.2f} {ratio:5.2f}x {paired:6.2f}x", flush=True)
+        sf.close()
+
+
+def zero_copy(args):
+    """safe_open's get_tensor of an F16 tensor against numpy.memmap of the same bytes and
+    np.fromfile: microseconds for the views, the size for the read."""
+    path = os.path.join(args.dir, f"tensormap-bench-f16-{os.getpid()}.safetensors")
+    n = (args.mib << 20) // 2
+    header = json.dumps({"w": {"dtype": "F16", "shape": [n // 4096, 4096],
+                               "data_offsets": [0, n * 2]}}).encode()
+    header += b" " * (-len(header) % 8)
+    with open(path, "wb") as fp:
+        fp.write(len(header).to_bytes(8, "little") + header)
+        fp.truncate(8 + len(header) + n * 2)
+    start = 8 + len(header)
+    try:
+        with tensormap.safe_open(path, framework="np") as f:
+            cases = {"safe_open get_tensor": lambda: f.get_tensor("w"),
+                     "numpy.memmap": lambda: np.memmap(path, np.float16, "r", start,
+                                                       (n // 4096, 4096)),
+                     "np.fromfile (a read)": lambda: np.fromfile(path, np.float16, n,
+                                                                 offset=start)}
+            for k, fn in cases.items():
+                ts = [timed(fn)[0] for _ in range(args.repeats)]
+                print(f"f16    {n * 2 / 2**20:9.0f} {n * 2 / 2**20:10.0f}  {k:21} "
+                      f"{statistics.median(ts) * 1e6:9.1f} us (median), "
+                      f"{min(ts) * 1e6:.1f} us (min)", flush=True)
+    finally:
+        if not args.keep:
+            os.unlink(path)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
 # python3-venv, python3-pip, python3-setuptools, python3-wheel and python3-build (the packaging
 # test installs the package with pip into a virtual environment and builds a wheel, offline;
 # -I keeps the tree's build/ directory from passing for the module build).
+# python3-torch (the safe_open(framework="pt") and torch.distributed tests; without it they skip,
+# saying so).
 #
 #   scripts/deps.sh lib     what the library and the tool build against (CURL=0: no libcurl)
 #   scripts/deps.sh test    what the test suite adds
@@ -33,6 +35,7 @@ have_module pip                   || missing="$missing python3-pip"
 have_module setuptools            || missing="$missing python3-setuptools"
 have_module wheel                 || missing="$missing python3-wheel"
 have_module build                 || missing="$missing python3-build"
+have_module torch                 || missing="$missing python3-torch"
 ;;
 *) echo "usage: scripts/deps.sh lib|test" >&2; exit 2 ;;
 esac

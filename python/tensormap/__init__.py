@@ -1,6 +1,9 @@
 """tensormap: read GGUF and safetensors model files in place, from Python.
 
     import tensormap
+    with tensormap.safe_open("model.safetensors", framework="pt") as f:   # safetensors' API
+        w = f.get_tensor("model.embed_tokens.weight")   # stored dtype (bf16), zero-copy
+        part = f.get_slice("lm_head.weight")[0:4096]     # reads only those rows
     with tensormap.open("model.gguf") as f:
         w = f.get_tensor("blk.0.attn_q.weight")    # float32, PyTorch shape, decoded in C
         ids = f.get_tensor("position_ids")         # an integer tensor comes back as itself
@@ -10,14 +13,17 @@ get_raw() returns a read-only view of a tensor's bytes in the mapping, get_tenso
 straight into a new numpy array with the library's threaded kernels. See docs/python.md."""
 
 import ctypes
+import difflib
+import errno
+import os
 import weakref
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _memory
 
-__all__ = ["open", "File", "Error", "FileError", "InvalidError", "can_decode", "isa",
-           "__version__"]
+__all__ = ["open", "safe_open", "File", "Error", "FileError", "InvalidError",
+           "UnknownNameError", "can_decode", "isa", "__version__"]
 
 _c = _lib.load()
 __version__ = _c.tm_version().decode()
@@ -79,6 +85,29 @@ class InvalidError(Error, ValueError):
     range, a closed file."""
 
 
+class UnknownNameError(InvalidError, KeyError):
+    """No tensor of that name (code NOT_FOUND): a KeyError too, as a dict lookup would raise;
+    the message names the closest names the file has."""
+
+
+# FileError by errno, so that `except FileNotFoundError` (PermissionError, IsADirectoryError)
+# catches what the standard library's open() would raise for the same path.
+class _FileNotFound(FileError, FileNotFoundError):
+    pass
+
+
+class _PermissionDenied(FileError, PermissionError):
+    pass
+
+
+class _IsADirectory(FileError, IsADirectoryError):
+    pass
+
+
+_BY_ERRNO = {errno.ENOENT: _FileNotFound, errno.EACCES: _PermissionDenied,
+             errno.EPERM: _PermissionDenied, errno.EISDIR: _IsADirectory}
+
+
 def _error(cls, code, message, offset=None, path=None):
     e = cls(f"{path}: {message}" if path else message)
     e.code, e.message, e.offset, e.path = code, message, offset, path
@@ -89,6 +118,27 @@ def _from_c(cls, err, path=None):
     offset = None if err.offset == _lib.NO_OFFSET else err.offset
     code = _c.tm_status_name(err.code).decode()
     return _error(cls, code, err.message.decode("utf-8", "replace"), offset, path)
+
+
+def _open_error(err, path, spec):
+    """tm_open's failure as the exception Python code expects. The library's tm_error carries no
+    errno, so for a local path that failed to open (IO) the system is asked again, by opening it
+    here; NOT_FOUND (a missing file or shard, HTTP 404) is ENOENT."""
+    code = _c.tm_status_name(err.code)
+    if code not in (b"IO", b"NOT_FOUND", b"NOMEM"):
+        return _from_c(InvalidError, err, path)
+    number = errno.ENOENT if code == b"NOT_FOUND" else None
+    if code == b"IO" and "://" not in spec:
+        try:
+            fd = os.open(spec, os.O_RDONLY | os.O_CLOEXEC)
+            is_dir = os.path.isdir(spec)
+            os.close(fd)
+            number = errno.EISDIR if is_dir else None
+        except OSError as e:
+            number = e.errno
+    e = _from_c(_BY_ERRNO.get(number, FileError), err, path)
+    e.errno, e.strerror, e.filename = number, e.message, path
+    return e
 
 
 def _text(s):
@@ -109,18 +159,6 @@ class _Handle:
         # At interpreter exit the mapping goes with the process: arrays may still be in use by
         # other exit handlers, so no tm_close then.
         weakref.finalize(self, _c.tm_close, ptr).atexit = False
-
-
-class _MappedBytes:
-    """What a get_raw() array is a view of: numpy keeps it as the array's base, and it keeps the
-    mapping alive."""
-
-    __slots__ = ("__array_interface__", "_handle")
-
-    def __init__(self, handle, address, n_bytes):
-        self._handle = handle
-        self.__array_interface__ = {"version": 3, "shape": (n_bytes,), "typestr": "|u1",
-                                    "data": (address, True)}   # True: read-only
 
 
 def _shape(t):
@@ -145,11 +183,16 @@ class File:
         status = _c.tm_open(spec.encode("utf-8", "surrogateescape"), flags, ctypes.byref(ptr),
                             ctypes.byref(err))
         if status != 0:
-            cls = FileError if _c.tm_status_name(status) in (b"IO", b"NOT_FOUND", b"NOMEM") \
-                else InvalidError
-            raise _from_c(cls, err, str(path))
+            raise _open_error(err, str(path), spec)
         self._handle = _Handle(ptr.value)
         self._names = None
+        self._cow = None   # _memory.CopyOnWrite: what zero-copy views map
+        self._in_memory = not mmap
+        if mmap and not _c.tm_file_is_remote(ptr.value):
+            n = _c.tm_file_layout(ptr.value).contents.n_shards
+            self._cow = _memory.CopyOnWrite(
+                self.shards(), [_c.tm_shard_layout(ptr.value, i).contents.file_size
+                                for i in range(n)])
 
     # ---- lifetime ----------------------------------------------------------------------------
 
@@ -158,6 +201,7 @@ class File:
         last such array is gone (arrays from get_raw() stay readable). Calling it again does
         nothing; any other call on a closed File raises InvalidError."""
         self._handle = None
+        self._cow = None
 
     @property
     def closed(self):
@@ -185,7 +229,10 @@ class File:
         key = name.encode("utf-8", "surrogateescape")
         t = _c.tm_tensor_findn(h.ptr, key, len(key))
         if not t:
-            raise _error(InvalidError, "NOT_FOUND", f"no tensor named {name!r}",
+            close = difflib.get_close_matches(name, self.keys(), n=3, cutoff=0.6)
+            hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else \
+                f" (it has {len(self)} tensors: keys() lists them)"
+            raise _error(UnknownNameError, "NOT_FOUND", f"no tensor named {name!r}{hint}",
                          path=str(self.path))
         return h, t
 
@@ -205,6 +252,13 @@ class File:
 
     def __len__(self):
         return _c.tm_n_tensors(self._live().ptr)
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __getitem__(self, name):
+        """f[name] is f.get_tensor(name)."""
+        return self.get_tensor(name)
 
     def info(self, name):
         """{"type": "q4_K", "shape": PyTorch order (slowest first), "offset": from the data
@@ -273,18 +327,38 @@ class File:
     # ---- tensor data -------------------------------------------------------------------------
 
     def get_raw(self, name):
-        """The tensor's bytes as a read-only numpy uint8 array viewing the mapping: no copy,
-        constant time. The array keeps the mapping alive (even past close()). For a remote file
-        (a URL), the bytes are fetched into a new array instead."""
+        """The tensor's bytes as a read-only numpy uint8 array viewing the file: no copy,
+        constant time. The array keeps what it views alive (even past close()). For a remote
+        file (a URL), the bytes are fetched into a new array instead."""
         h, t = self._tensor(name)
         n = t.contents.n_bytes
-        if n == 0 or not t.contents.data:
-            out = np.empty(n, np.uint8)
+        view = self._view(h, t, writable=False) if n else None
+        if view is None:
+            view = np.empty(n, np.uint8)
             if n:
-                self._fetch(t, 0, out)
-            out.flags.writeable = False
-            return out
-        return np.asarray(_MappedBytes(h, t.contents.data, n))
+                self._fetch(t, 0, view)
+            view.flags.writeable = False
+        return view
+
+    def _view(self, h, t, writable):
+        """The tensor's bytes without a copy, as a uint8 array, or None when there is nothing
+        to view without risk (the caller then copies). A file opened mapped is viewed through a
+        copy-on-write mapping of its own (_memory.CopyOnWrite: a write, even by torch, cannot
+        fault or reach the file), never through the library's PROT_READ mapping; read-only
+        unless writable. mmap=False: the library's copy in memory, read-only only (writing
+        into it would change what later decodes see)."""
+        tc = t.contents
+        if not tc.data:
+            return None
+        cow = self._cow
+        if cow is not None:
+            start = _c.tm_shard_layout(h.ptr, tc.shard).contents.data_start + tc.offset
+            view = cow.view(tc.shard, start, tc.n_bytes, writable)
+            if view is not None:
+                return view
+        if writable or not self._in_memory:
+            return None
+        return np.asarray(_memory.ReadOnly(h, tc.data, tc.n_bytes))
 
     @staticmethod
     def _dtype(t):
@@ -320,7 +394,7 @@ class File:
         h, t = self._tensor(name)
         dtype = self._dtype(t)
         if out is None:
-            out = np.empty(_shape(t), dtype)
+            out = _memory.empty(_shape(t), dtype)
         elif not (isinstance(out, np.ndarray) and out.dtype == dtype and
                   out.flags.c_contiguous and out.flags.writeable and
                   out.size == t.contents.n_elements):
@@ -361,12 +435,16 @@ class File:
         converted to contiguous float32. mode "f32": x stays float32, |y - W x| <= 1e-6 max|y|;
         "q8": x quantized to 8 bits once, as ggml does (faster; docs/matvec.md has the bound)."""
         h, t = self._tensor(name)
+        if mode not in MATVEC_MODES:
+            raise _error(InvalidError, "INVALID_ARG", f"matvec mode {mode!r}: it is one of "
+                         f"{', '.join(map(repr, MATVEC_MODES))}", path=str(self.path))
         x = np.ascontiguousarray(x, dtype=np.float32)
-        if x.shape != (t.contents.ne[0],) or mode not in MATVEC_MODES:
-            raise _error(InvalidError, "INVALID_ARG",
-                         f"tensor {name!r}: x must hold {t.contents.ne[0]} values (it has shape "
-                         f"{x.shape}) and mode be one of {sorted(MATVEC_MODES)} (not {mode!r})",
-                         path=str(self.path))
+        columns = t.contents.ne[0]
+        if x.shape != (columns,):
+            got = f"{x.size} values" if x.ndim == 1 else f"shape {x.shape}"
+            raise _error(InvalidError, "INVALID_ARG", f"tensor {name!r} of shape {_shape(t)}: x "
+                         f"has {got} where {columns} are needed (one per column, its last "
+                         "dimension)", path=str(self.path))
         y = np.empty(_c.tm_tensor_rows(t), np.float32)
         err = _lib.Error()
         if _c.tm_matvec(t, x.ctypes.data, y.ctypes.data, MATVEC_MODES[mode], 0,
@@ -381,4 +459,5 @@ def open(path, *, all_shards=False, mmap=True):   # noqa: A001 (the safetensors 
     opens its whole checkpoint. mmap=False reads the file into memory instead of mapping it."""
     return File(path, all_shards=all_shards, mmap=mmap)
 
+from ._safe_open import safe_open   # noqa: E402 (it builds on File)
 from .gguf_reader import *  # noqa: E402,F401,F403 gguf-py's reader (docs/python.md); last: it uses the above
