@@ -883,7 +883,7 @@ Test(http, the_token_does_not_follow_a_redirect_to_another_host)
         json_decref(j);
         json_t *log = log_since(mark);
         char *text = log_text(log);
-        size_t i, elsewhere = 0;
+        size_t i, elsewhere = 0, with_token = 0;
         json_t *e;
         json_array_foreach(log, i, e)
         {
@@ -891,13 +891,19 @@ Test(http, the_token_does_not_follow_a_redirect_to_another_host)
                 elsewhere++;
                 cr_assert(json_is_null(json_object_get(e, "authorization")),
                           "%s: the token reached another host:\n%s", targets[k], text);
+            } else {
+                const json_t *a = json_object_get(e, "authorization");
+                with_token += json_is_string(a) &&
+                              strcmp(json_string_value(a), "Bearer hf_local_test_token") == 0;
             }
         }
         cr_assert_geq(elsewhere, 1, "%s: nothing was read from the other host:\n%s", targets[k],
                       text);
-        if (k == 0) /* the resolve request itself carried it */
-            cr_assert_str_eq(str_of(json_array_get(log, 0), "authorization"),
-                             "Bearer hf_local_test_token", "%s", text);
+        /* the resolve request itself carried it (the server logs a request when its answer is
+         * done, so the redirect need not be the first line) */
+        if (k == 0)
+            cr_assert_geq(with_token, 1, "%s: the endpoint never got the token:\n%s",
+                          targets[k], text);
         free(text);
         json_decref(log);
     }

@@ -4,6 +4,7 @@
 
 #include "tensormap.h"
 
+#include <inttypes.h> /* PRIu64: the one way uint64_t is printed */
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>

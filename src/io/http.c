@@ -126,14 +126,14 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     } else if ((len == 2 && p[0] == '\r' && p[1] == '\n') || (len == 1 && p[0] == '\n')) {
         t->headers_done = true;
     } else if (header_value(p, len, "content-range", v, sizeof v)) {
-        unsigned long long a, b, total;
+        uint64_t a, b, total;
         char star;
-        if (sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &total) == 3) {
+        if (sscanf(v, "bytes %" SCNu64 "-%" SCNu64 "/%" SCNu64, &a, &b, &total) == 3) {
             t->has_range = t->has_total = true;
             t->range_first = a;
             t->range_last = b;
             t->total = total;
-        } else if (sscanf(v, "bytes %c/%llu", &star, &total) == 2 && star == '*') {
+        } else if (sscanf(v, "bytes %c/%" SCNu64, &star, &total) == 2 && star == '*') {
             t->has_total = true; /* a 416's: the size without a range */
             t->total = total;
         }
@@ -298,10 +298,11 @@ static tm_status status_fail(const remote *r, long code, int attempts, tm_error 
 static tm_status timed_out(const remote *r, uint64_t off, uint64_t len, tm_error *err)
 {
     return tm__fail(err, TM_IO, TM_NO_OFFSET,
-                    "%stimed out: bytes %llu-%llu did not arrive within TM_HTTP_TIMEOUT (%llu s; "
-                    "set it to wait longer)", r->shown, (unsigned long long)off,
-                    (unsigned long long)(off + len - 1),
-                    (unsigned long long)(r->timeout_ms / 1000));
+                    "%stimed out: bytes %" PRIu64 "-%" PRIu64
+                    " did not arrive within TM_HTTP_TIMEOUT (%" PRIu64 " s; "
+                    "set it to wait longer)",
+                    r->shown, (uint64_t)off, (uint64_t)(off + len - 1),
+                    (uint64_t)(r->timeout_ms / 1000));
 }
 
 static tm_status changed(const remote *r, const char *what, tm_error *err)
@@ -319,8 +320,7 @@ static tm_status get(const remote *r, exchange *x, const char *url, uint64_t off
 {
     CURL *e = x->e;
     char range[64];
-    snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
-             (unsigned long long)(off + len - 1));
+    snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, (uint64_t)off, (uint64_t)(off + len - 1));
     /* the token goes to its own origin only (libcurl keeps it from a redirect's other host) */
     const bool auth = r->auth && same_origin(url, r->auth_origin);
     for (int attempt = 0;; attempt++) {
@@ -370,8 +370,8 @@ static tm_status same_file(const remote *r, const tm__source *s, const transfer 
 {
     char what[400];
     if (t->has_total && t->total != s->size) {
-        snprintf(what, sizeof what, "%llu bytes, then %llu", (unsigned long long)s->size,
-                 (unsigned long long)t->total);
+        snprintf(what, sizeof what, "%" PRIu64 " bytes, then %" PRIu64, (uint64_t)s->size,
+                 (uint64_t)t->total);
         return changed(r, what, err);
     }
     /* the server's strings are quoted: they reach a terminal */
@@ -406,17 +406,16 @@ static tm_status range_fail(const remote *r, const transfer *t, uint64_t off, ui
 {
     char sent[96] = "no Content-Range";
     if (t->has_range)
-        snprintf(sent, sizeof sent, "Content-Range bytes %llu-%llu/%llu",
-                 (unsigned long long)t->range_first, (unsigned long long)t->range_last,
-                 (unsigned long long)t->total);
+        snprintf(sent, sizeof sent, "Content-Range bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64,
+                 (uint64_t)t->range_first, (uint64_t)t->range_last, (uint64_t)t->total);
     const char *why = !t->has_range                    ? ""
                       : t->range_last >= t->total      ? ", which runs past the total it declares"
                       : t->range_last < t->range_first ? ", which ends before it starts"
                                                        : "";
-    return tm__fail(err, TM_IO, TM_NO_OFFSET,
-                    "%sasked for bytes %llu-%llu, the server sent %llu bytes with %s%s",
-                    r->shown, (unsigned long long)off, (unsigned long long)(off + len - 1),
-                    (unsigned long long)t->got, sent, why);
+    return tm__fail(
+        err, TM_IO, TM_NO_OFFSET,
+        "%sasked for bytes %" PRIu64 "-%" PRIu64 ", the server sent %" PRIu64 " bytes with %s%s",
+        r->shown, (uint64_t)off, (uint64_t)(off + len - 1), (uint64_t)t->got, sent, why);
 }
 
 /* Bytes [off, off + len) of the file (inside its size) into dst over x, as many requests as
@@ -432,10 +431,11 @@ static tm_status read_range(const remote *r, const tm__source *s, exchange *x, u
             return st;
         if (code == 200)
             return tm__fail(err, TM_IO, TM_NO_OFFSET,
-                            "%sthe server ignores Range requests (it answered bytes %llu-%llu "
+                            "%sthe server ignores Range requests (it answered bytes %" PRIu64
+                            "-%" PRIu64 " "
                             "with the whole file), so reading the tensor data would download "
                             "the file from its start; download it and open the local copy",
-                            r->shown, (unsigned long long)off, (unsigned long long)(off + len - 1));
+                            r->shown, (uint64_t)off, (uint64_t)(off + len - 1));
         if (code == 416)
             return changed(r, "a range inside the file is no longer satisfiable", err);
         if ((st = same_file(r, s, &t, err)) != TM_OK)
@@ -603,20 +603,24 @@ static tm_status fetch_first(tm__source *s, const char *url, uint64_t first, tm_
     snprintf(r->modified, sizeof r->modified, "%s", t.modified);
     if (code == 416) {
         if (t.total != 0)
-            return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sHTTP 416 for the first bytes of a "
-                            "%llu-byte file", r->shown, (unsigned long long)t.total);
+            return tm__fail(err, TM_IO, TM_NO_OFFSET,
+                            "%sHTTP 416 for the first bytes of a "
+                            "%" PRIu64 "-byte file",
+                            r->shown, (uint64_t)t.total);
         t.got = 0; /* an empty file: the walk says so */
     } else if (code == 206 && !range_fits(&t, 0, first)) {
         return range_fail(r, &t, 0, first, err);
     }
     if (t.got > s->size) /* the head never holds more than the file: the walks trust that */
-        return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sthe server sent %llu bytes of a file it "
-                        "says is %llu bytes long", r->shown, (unsigned long long)t.got,
-                        (unsigned long long)s->size);
+        return tm__fail(err, TM_IO, TM_NO_OFFSET,
+                        "%sthe server sent %" PRIu64 " bytes of a file it "
+                        "says is %" PRIu64 " bytes long",
+                        r->shown, (uint64_t)t.got, (uint64_t)s->size);
     if (t.got < (s->size < first ? s->size : first))
-        return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sthe server sent %llu of the first %llu "
-                        "bytes", r->shown, (unsigned long long)t.got,
-                        (unsigned long long)(s->size < first ? s->size : first));
+        return tm__fail(err, TM_IO, TM_NO_OFFSET,
+                        "%sthe server sent %" PRIu64 " of the first %" PRIu64 " "
+                        "bytes",
+                        r->shown, (uint64_t)t.got, (uint64_t)(s->size < first ? s->size : first));
     s->avail = t.got;
     s->base = r->head;
     return TM_OK;
@@ -643,17 +647,18 @@ static tm_status http_need(tm__source *s, uint64_t end, tm_error *err)
     if (want - from > left)
         want = from + left / 2 > needed ? from + left / 2 : needed;
     if (want - from > left)
-        return tm__fail(err, TM_LIMIT, s->avail,
-                        "%sthe header walk needs more than TM_HTTP_HEAD_LIMIT (%llu bytes of "
-                        "header for all the files of a model together, %llu fetched so far; "
-                        "this file's walk reached byte %llu and needs byte %llu); download it, "
-                        "or raise the limit", r->shown, (unsigned long long)r->head_limit,
-                        (unsigned long long)r->budget->spent, (unsigned long long)s->avail,
-                        (unsigned long long)end);
+        return tm__fail(
+            err, TM_LIMIT, s->avail,
+            "%sthe header walk needs more than TM_HTTP_HEAD_LIMIT (%" PRIu64 " bytes of "
+            "header for all the files of a model together, %" PRIu64 " fetched so far; "
+            "this file's walk reached byte %" PRIu64 " and needs byte %" PRIu64 "); download it, "
+            "or raise the limit",
+            r->shown, (uint64_t)r->head_limit, (uint64_t)r->budget->spent, (uint64_t)s->avail,
+            (uint64_t)end);
     uint8_t *head = realloc(r->head, (size_t)want);
     if (!head)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %llu bytes of header",
-                        (unsigned long long)want);
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
+                        "out of memory for %" PRIu64 " bytes of header", (uint64_t)want);
     r->head = head;
     s->base = head;
     pthread_mutex_lock(&r->lock);
@@ -743,12 +748,12 @@ tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
         st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     const uint64_t first = first_request(r);
     if (st == TM_OK && first > head_left(r))
-        st = tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
-                      "%sthe files opened before this one left %llu bytes of TM_HTTP_HEAD_LIMIT "
-                      "(%llu bytes of header for all the files of a model together), less than "
-                      "a first request of %llu; download the model, or raise the limit",
-                      r->shown, (unsigned long long)head_left(r),
-                      (unsigned long long)r->head_limit, (unsigned long long)first);
+        st = tm__fail(
+            err, TM_LIMIT, TM_NO_OFFSET,
+            "%sthe files opened before this one left %" PRIu64 " bytes of TM_HTTP_HEAD_LIMIT "
+            "(%" PRIu64 " bytes of header for all the files of a model together), less than "
+            "a first request of %" PRIu64 "; download the model, or raise the limit",
+            r->shown, (uint64_t)head_left(r), (uint64_t)r->head_limit, (uint64_t)first);
     if (st == TM_OK)
         st = fetch_first(s, s->path, first, err);
     r->budget->spent += r->bytes;

@@ -121,8 +121,9 @@ static tm_status read_stream(int fd, bool (*accept)(const uint8_t *, uint64_t), 
         if (len > limit) {
             free(buf);
             return tm__fail(err, TM_LIMIT, limit,
-                            "the input is a stream longer than the limit of %llu bytes (set "
-                            "TM_STREAM_LIMIT to read more)", (unsigned long long)limit);
+                            "the input is a stream longer than the limit of %" PRIu64 " bytes (set "
+                            "TM_STREAM_LIMIT to read more)",
+                            (uint64_t)limit);
         }
     }
     *out = buf;
@@ -142,8 +143,9 @@ static tm_status pread_all(int fd, uint8_t *buf, uint64_t off, uint64_t len, uin
             return io_fail(err, "read failed", errno);
         if (n == 0)
             return tm__fail(err, TM_IO, off + done,
-                            "the file shrank while being read: it ends at byte %llu of %llu",
-                            (unsigned long long)(off + done), (unsigned long long)size);
+                            "the file shrank while being read: it ends at byte %" PRIu64
+                            " of %" PRIu64,
+                            (uint64_t)(off + done), (uint64_t)size);
         done += (uint64_t)n;
     }
     return TM_OK;
@@ -154,8 +156,8 @@ static tm_status read_file(int fd, uint64_t size, uint8_t **out, tm_error *err)
 {
     uint8_t *buf = malloc(size ? (size_t)size : 1);
     if (!buf)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory reading a %llu-byte file",
-                        (unsigned long long)size);
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
+                        "out of memory reading a %" PRIu64 "-byte file", (uint64_t)size);
     tm_status st = pread_all(fd, buf, 0, size, size, err);
     if (st != TM_OK) {
         free(buf);
@@ -177,9 +179,10 @@ static tm_status check_unchanged(const tm__source *s, tm_error *err)
     if (unchanged(lf, &sb, s->size))
         return TM_OK;
     return tm__fail(err, TM_IO, TM_NO_OFFSET,
-                    "the file changed while it was being read (%llu bytes when opened, %llu "
-                    "now%s); open it again", (unsigned long long)s->size,
-                    (unsigned long long)sb.st_size,
+                    "the file changed while it was being read (%" PRIu64
+                    " bytes when opened, %" PRIu64 " "
+                    "now%s); open it again",
+                    (uint64_t)s->size, (uint64_t)sb.st_size,
                     (uint64_t)sb.st_size == s->size ? ", written since" : "");
 }
 
@@ -202,8 +205,8 @@ static tm_status need_later(tm__source *s, uint64_t want, tm_error *err)
         grown = want;
     uint8_t *head = realloc((void *)(uintptr_t)s->base, (size_t)grown);
     if (!head)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %llu bytes of header",
-                        (unsigned long long)grown);
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
+                        "out of memory for %" PRIu64 " bytes of header", (uint64_t)grown);
     s->base = head;
     tm_status st = pread_all(lf->fd, head + s->avail, s->avail, grown - s->avail, s->size, err);
     tm_status now = check_unchanged(s, err);

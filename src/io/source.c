@@ -66,9 +66,8 @@ tm_status tm__source_read(const tm__source *s, uint64_t offset, uint64_t len, vo
     uint64_t end;
     if (!tm__add_u64(offset, len, &end) || end > s->size)
         return tm__fail(err, TM_INVALID_ARG, offset,
-                        "bytes [%llu, +%llu) are outside the %llu-byte file",
-                        (unsigned long long)offset, (unsigned long long)len,
-                        (unsigned long long)s->size);
+                        "bytes [%" PRIu64 ", +%" PRIu64 ") are outside the %" PRIu64 "-byte file",
+                        (uint64_t)offset, (uint64_t)len, (uint64_t)s->size);
     if (end <= s->avail) {
         if (len)
             memcpy(buf, s->base + offset, (size_t)len);

@@ -21,9 +21,9 @@ tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, voi
     tm__quote(name, sizeof name, t->name.ptr, t->name.len);
     if (!tm__add_u64(offset, len, &end) || end > t->n_bytes)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
-                        "tensor %s: bytes [%llu, +%llu) are outside its %llu bytes", name,
-                        (unsigned long long)offset, (unsigned long long)len,
-                        (unsigned long long)t->n_bytes);
+                        "tensor %s: bytes [%" PRIu64 ", +%" PRIu64 ") are outside its %" PRIu64
+                        " bytes",
+                        name, (uint64_t)offset, (uint64_t)len, (uint64_t)t->n_bytes);
     if (len == 0)
         return TM_OK;
     if (t->data) {
@@ -67,11 +67,12 @@ tm_status tm__tensor_whole(const tm_tensor *t, tm_error *err)
     }
     const uint64_t have = start < l->file_size ? l->file_size - start : 0;
     return tm__fail(err, TM_TRUNCATED, t->info_offset,
-                    "tensor %s is cut off: its %llu bytes run from byte %llu to %llu, but %s "
-                    "ends at byte %llu (%llu of them are missing: a truncated download?)",
-                    name, (unsigned long long)t->n_bytes, (unsigned long long)start,
-                    (unsigned long long)end, file, (unsigned long long)l->file_size,
-                    (unsigned long long)(t->n_bytes - have));
+                    "tensor %s is cut off: its %" PRIu64 " bytes run from byte %" PRIu64
+                    " to %" PRIu64 ", but %s "
+                    "ends at byte %" PRIu64 " (%" PRIu64
+                    " of them are missing: a truncated download?)",
+                    name, (uint64_t)t->n_bytes, (uint64_t)start, (uint64_t)end, file,
+                    (uint64_t)l->file_size, (uint64_t)(t->n_bytes - have));
 }
 
 bool tm__tensor_is_remote(const tm_tensor *t)
@@ -108,8 +109,10 @@ tm_status tm__remote_pieces(const tm_tensor *t, uint64_t first, uint64_t n, uint
     if (!bufs[0] || (n > per && !bufs[1])) {
         free(bufs[0]);
         free(bufs[1]);
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %llu bytes of tensor "
-                        "data", (unsigned long long)(2 * cap));
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
+                        "out of memory for %" PRIu64 " bytes of tensor "
+                        "data",
+                        (uint64_t)(2 * cap));
     }
     fetch_job next = {t, first * bb, (n < per ? n : per) * bb, bufs[0], TM_OK, {0}};
     fetch_piece(&next);

@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-typedef unsigned long long ull; /* for printf */
-
 /* The name this file has always used for tm__gguf_image. */
 typedef tm__gguf_image image;
 
@@ -55,9 +53,9 @@ static tm_status read_split_keys(const image *img, const char *path, split_keys 
             char q[96];
             tm__quote(q, sizeof q, k->kv[i]->key.ptr, k->kv[i]->key.len);
             return tm__fail(err, TM_BAD_VALUE, k->kv[i]->offset,
-                            "%s: %s (entry at byte %llu) is a %s; a split set's numbers are "
+                            "%s: %s (entry at byte %" PRIu64 ") is a %s; a split set's numbers are "
                             "non-negative integers",
-                            path, q, (ull)k->kv[i]->offset,
+                            path, q, (uint64_t)k->kv[i]->offset,
                             tm_vtype_name(k->kv[i]->type) ? tm_vtype_name(k->kv[i]->type) : "?");
         }
     }
@@ -69,7 +67,8 @@ static const char *key_said(char *buf, size_t cap, const split_keys *k, int i)
 {
     char q[96];
     tm__quote(q, sizeof q, k->kv[i]->key.ptr, k->kv[i]->key.len);
-    snprintf(buf, cap, "%s = %llu (entry at byte %llu)", q, (ull)k->v[i], (ull)k->kv[i]->offset);
+    snprintf(buf, cap, "%s = %" PRIu64 " (entry at byte %" PRIu64 ")", q, (uint64_t)k->v[i],
+             (uint64_t)k->kv[i]->offset);
     return buf;
 }
 
@@ -136,9 +135,9 @@ static tm_status check_shard_keys(const split_keys *k, const split_keys *first, 
     if (k->kv[SPLIT_TENSORS] && first->kv[SPLIT_TENSORS] &&
         k->v[SPLIT_TENSORS] != first->v[SPLIT_TENSORS])
         return tm__fail(err, TM_BAD_VALUE, k->kv[SPLIT_TENSORS]->offset,
-                        "%s: %s, but the first shard says %llu", path,
+                        "%s: %s, but the first shard says %" PRIu64, path,
                         key_said(said, sizeof said, k, SPLIT_TENSORS),
-                        (ull)first->v[SPLIT_TENSORS]);
+                        (uint64_t)first->v[SPLIT_TENSORS]);
     return TM_OK;
 }
 
@@ -154,11 +153,11 @@ static tm_status check_tensor_total(const image *imgs, uint32_t n, const split_k
     char said[160], counts[160] = "";
     size_t k = 0;
     for (uint32_t i = 0; i < n && k + 24 < sizeof counts; i++)
-        k += (size_t)snprintf(counts + k, sizeof counts - k, "%s%llu", i ? " + " : "",
-                              (ull)imgs[i].lay.n_tensors);
+        k += (size_t)snprintf(counts + k, sizeof counts - k, "%s%" PRIu64, i ? " + " : "",
+                              (uint64_t)imgs[i].lay.n_tensors);
     return tm__fail(err, TM_BAD_VALUE, first->kv[SPLIT_TENSORS]->offset,
-                    "%s: %s, but the %u shards hold %llu tensors (%s%s)", path,
-                    key_said(said, sizeof said, first, SPLIT_TENSORS), n, (ull)*total, counts,
+                    "%s: %s, but the %u shards hold %" PRIu64 " tensors (%s%s)", path,
+                    key_said(said, sizeof said, first, SPLIT_TENSORS), n, (uint64_t)*total, counts,
                     k + 24 < sizeof counts ? "" : " ...");
 }
 
@@ -168,8 +167,8 @@ static tm_status join_images(tm_file *f, image *imgs, uint32_t n, uint64_t total
 {
     tm_tensor *t = malloc((size_t)total * sizeof *t + 1);
     if (!t)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %llu tensors",
-                        (ull)total);
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %" PRIu64 " tensors",
+                        (uint64_t)total);
     uint64_t at = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (imgs[i].lay.n_tensors)
@@ -207,9 +206,9 @@ static tm_status open_set(tm_file *f, image *opened_img, const split_keys *opene
     if (name_count != n || name_no != (uint64_t)opened + 1) {
         const int which = name_count != n ? SPLIT_COUNT : SPLIT_NO;
         return tm__fail(err, TM_BAD_VALUE, opened_keys->kv[which]->offset,
-                        "%s: %s, but the file's name says shard %llu of %llu", path,
-                        key_said(said, sizeof said, opened_keys, which), (ull)name_no,
-                        (ull)name_count);
+                        "%s: %s, but the file's name says shard %" PRIu64 " of %" PRIu64, path,
+                        key_said(said, sizeof said, opened_keys, which), (uint64_t)name_no,
+                        (uint64_t)name_count);
     }
 
     char **paths = calloc(n, sizeof *paths);
@@ -285,9 +284,11 @@ tm_status tm__gguf_parse(tm_file *f, unsigned flags, tm_error *err)
                           "format's %u shards", f->maps[0].path,
                           key_said(said, sizeof said, &k, SPLIT_COUNT), MAX_SPLIT_COUNT);
         else if (k.v[SPLIT_NO] >= k.v[SPLIT_COUNT])
-            st = tm__fail(err, TM_BAD_VALUE, k.kv[SPLIT_NO]->offset, "%s: %s is not below "
-                          "split.count %llu", f->maps[0].path,
-                          key_said(said, sizeof said, &k, SPLIT_NO), (ull)k.v[SPLIT_COUNT]);
+            st = tm__fail(err, TM_BAD_VALUE, k.kv[SPLIT_NO]->offset,
+                          "%s: %s is not below "
+                          "split.count %" PRIu64,
+                          f->maps[0].path, key_said(said, sizeof said, &k, SPLIT_NO),
+                          (uint64_t)k.v[SPLIT_COUNT]);
         else
             st = open_set(f, &img, &k, flags, err);
         tm__gguf_image_free(&img);

@@ -37,8 +37,6 @@ typedef struct walk {
             return st_;                \
     } while (0)
 
-typedef unsigned long long ull; /* for printf */
-
 /* The name this file has always used for tm__gguf_image. */
 typedef tm__gguf_image image;
 
@@ -63,8 +61,8 @@ __attribute__((format(printf, 4, 5))) static tm_status fail(const walk *w, tm_st
         tm__quote(quoted, sizeof quoted, s.ptr, s.len);
         snprintf(q, sizeof q, w->name.ptr ? " (%s)" : " (after %s)", quoted);
     }
-    return tm__fail(w->err, code, offset, "%s %llu of %llu%s: %s", w->what, (ull)w->i, (ull)w->n,
-                    q, detail);
+    return tm__fail(w->err, code, offset, "%s %" PRIu64 " of %" PRIu64 "%s: %s", w->what,
+                    (uint64_t)w->i, (uint64_t)w->n, q, detail);
 }
 
 /* A field's name for messages, rendered only on failure: the walk meets millions of fields
@@ -81,7 +79,7 @@ static const char *field_str(char *buf, size_t cap, field f)
 {
     int n = snprintf(buf, cap, "%s", f.name);
     if (f.index != NO_INDEX && n >= 0 && (size_t)n < cap)
-        n += snprintf(buf + n, cap - (size_t)n, " %llu", (ull)f.index);
+        n += snprintf(buf + n, cap - (size_t)n, " %" PRIu64, (uint64_t)f.index);
     if (f.length && n >= 0 && (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n, " length");
     return buf;
@@ -105,8 +103,8 @@ __attribute__((cold, noinline)) static tm_status truncated(walk *w, unsigned n, 
     char name[64];
     wants(w, at(w), n);
     return fail(w, TM_TRUNCATED, at(w),
-                "the file ends at byte %llu, inside the %s at byte %llu (%u bytes)",
-                (ull)(at(w) + left(w)), field_str(name, sizeof name, f), (ull)at(w), n);
+                "the file ends at byte %" PRIu64 ", inside the %s at byte %" PRIu64 " (%u bytes)",
+                (uint64_t)(at(w) + left(w)), field_str(name, sizeof name, f), (uint64_t)at(w), n);
 }
 
 __attribute__((cold, noinline)) static tm_status bad_length(walk *w, field f,
@@ -118,11 +116,13 @@ __attribute__((cold, noinline)) static tm_status bad_length(walk *w, field f,
     if (len <= max)
         wants(w, len_at + 8, len);
     if (len > max)
-        return fail(w, TM_LIMIT, len_at, "%s %llu at byte %llu is over the limit of %llu bytes",
-                    name, (ull)len, (ull)len_at, (ull)max);
+        return fail(w, TM_LIMIT, len_at,
+                    "%s %" PRIu64 " at byte %" PRIu64 " is over the limit of %" PRIu64 " bytes",
+                    name, (uint64_t)len, (uint64_t)len_at, (uint64_t)max);
     return fail(w, TM_TRUNCATED, len_at,
-                "%s %llu at byte %llu runs past the end of the file (%llu bytes left)", name,
-                (ull)len, (ull)len_at, (ull)left(w));
+                "%s %" PRIu64 " at byte %" PRIu64 " runs past the end of the file (%" PRIu64
+                " bytes left)",
+                name, (uint64_t)len, (uint64_t)len_at, (uint64_t)left(w));
 }
 
 /* An n-byte little-endian field; f names it in the message if the file ends inside it. */
@@ -159,14 +159,14 @@ static tm_status read_name(walk *w, const char *what, tm_str *out)
     const uint64_t len_at = at(w);
     TRY(read_str(w, F(what), TM_MAX_NAME_LEN, out));
     if (out->len == 0)
-        return fail(w, TM_BAD_VALUE, len_at, "empty %s (length 0 at byte %llu)", what,
-                    (ull)len_at);
+        return fail(w, TM_BAD_VALUE, len_at, "empty %s (length 0 at byte %" PRIu64 ")", what,
+                    (uint64_t)len_at);
     w->name = *out;
     const char *nul = memchr(out->ptr, '\0', (size_t)out->len);
     if (nul)
         return fail(w, TM_BAD_VALUE, len_at + 8 + (uint64_t)(nul - out->ptr),
-                    "the %s holds a NUL byte at byte %llu", what,
-                    (ull)(len_at + 8 + (uint64_t)(nul - out->ptr)));
+                    "the %s holds a NUL byte at byte %" PRIu64, what,
+                    (uint64_t)(len_at + 8 + (uint64_t)(nul - out->ptr)));
     return TM_OK;
 }
 
@@ -178,8 +178,9 @@ static tm_status walk_values(walk *w, tm_vtype type, uint64_t count, uint64_t co
         if (count > left(w) / 8) { /* each string is at least its 8-byte length */
             wants(w, at(w), count > UINT64_MAX / 8 ? UINT64_MAX : count * 8);
             return fail(w, TM_TRUNCATED, count_at,
-                        "%llu strings (count at byte %llu) cannot fit in the %llu bytes left",
-                        (ull)count, (ull)count_at, (ull)left(w));
+                        "%" PRIu64 " strings (count at byte %" PRIu64 ") cannot fit in the %" PRIu64
+                        " bytes left",
+                        (uint64_t)count, (uint64_t)count_at, (uint64_t)left(w));
         }
         for (uint64_t j = 0; j < count; j++) {
             tm_str s;
@@ -192,17 +193,19 @@ static tm_status walk_values(walk *w, tm_vtype type, uint64_t count, uint64_t co
     if (!tm__mul_u64(count, size, &n_bytes) || n_bytes > left(w)) {
         wants(w, at(w), tm__mul_u64(count, size, &n_bytes) ? n_bytes : UINT64_MAX);
         return fail(w, TM_TRUNCATED, count_at,
-                    "%llu values of %s (count at byte %llu) need %llu x %u bytes, more than "
-                    "the %llu bytes left",
-                    (ull)count, tm_vtype_name(type), (ull)count_at, (ull)count, size,
-                    (ull)left(w));
+                    "%" PRIu64 " values of %s (count at byte %" PRIu64 ") need %" PRIu64
+                    " x %u bytes, more than "
+                    "the %" PRIu64 " bytes left",
+                    (uint64_t)count, tm_vtype_name(type), (uint64_t)count_at, (uint64_t)count, size,
+                    (uint64_t)left(w));
     }
     if (type == TM_V_BOOL) {
         for (uint64_t j = 0; j < n_bytes; j++) {
             const uint8_t b = w->c.p[j];
             if (b > 1)
                 return fail(w, TM_BAD_VALUE, at(w) + j,
-                            "bool value %u at byte %llu is neither 0 nor 1", b, (ull)(at(w) + j));
+                            "bool value %u at byte %" PRIu64 " is neither 0 nor 1", b,
+                            (uint64_t)(at(w) + j));
         }
     }
     w->c.p += n_bytes;
@@ -218,8 +221,9 @@ static tm_status walk_kv(walk *w, tm_kv *kv)
     uint64_t type;
     TRY(read_uint(w, 4, F("value type"), &type));
     if (type > TM_V_F64)
-        return fail(w, TM_BAD_VALUE, type_at, "value type %llu at byte %llu is not a GGUF type",
-                    (ull)type, (ull)type_at);
+        return fail(w, TM_BAD_VALUE, type_at,
+                    "value type %" PRIu64 " at byte %" PRIu64 " is not a GGUF type", (uint64_t)type,
+                    (uint64_t)type_at);
     kv->type = (tm_vtype)type;
     kv->elem_type = kv->type;
     kv->count = 1;
@@ -230,13 +234,14 @@ static tm_status walk_kv(walk *w, tm_kv *kv)
         TRY(read_uint(w, 4, F("array element type"), &elem));
         if (elem == TM_V_ARRAY)
             return fail(w, TM_UNSUPPORTED, elem_at,
-                        "an array of arrays (element type 9 at byte %llu): nested arrays are "
+                        "an array of arrays (element type 9 at byte %" PRIu64
+                        "): nested arrays are "
                         "not supported",
-                        (ull)elem_at);
+                        (uint64_t)elem_at);
         if (elem > TM_V_F64)
             return fail(w, TM_BAD_VALUE, elem_at,
-                        "array element type %llu at byte %llu is not a GGUF type", (ull)elem,
-                        (ull)elem_at);
+                        "array element type %" PRIu64 " at byte %" PRIu64 " is not a GGUF type",
+                        (uint64_t)elem, (uint64_t)elem_at);
         kv->elem_type = (tm_vtype)elem;
         count_at = at(w);
         TRY(read_uint(w, 8, F("array count"), &kv->count));
@@ -263,14 +268,15 @@ static tm_status check_alignment(const walk *w, const tm_kv *kv, uint32_t *align
     const uint64_t type_at = kv->offset + 8 + kv->key.len;
     if (kv->type != TM_V_U32)
         return fail(w, TM_BAD_VALUE, type_at,
-                    ALIGNMENT_KEY " is stored as %s (type %u at byte %llu); it must be a u32",
-                    tm_vtype_name(kv->type), (unsigned)kv->type, (ull)type_at);
+                    ALIGNMENT_KEY " is stored as %s (type %u at byte %" PRIu64
+                                  "); it must be a u32",
+                    tm_vtype_name(kv->type), (unsigned)kv->type, (uint64_t)type_at);
     const uint32_t a = (uint32_t)tm__load_le(kv->data, 4);
     const uint64_t value_at = type_at + 4;
     if (a == 0 || (a & (a - 1)) != 0)
         return fail(w, TM_BAD_VALUE, value_at,
-                    ALIGNMENT_KEY " = %u at byte %llu is not a power of two%s", a, (ull)value_at,
-                    a == 0 ? " (it is zero)" : "");
+                    ALIGNMENT_KEY " = %u at byte %" PRIu64 " is not a power of two%s", a,
+                    (uint64_t)value_at, a == 0 ? " (it is zero)" : "");
     *alignment = a;
     return TM_OK;
 }
@@ -285,10 +291,12 @@ static tm_status walk_info(walk *w, tm_tensor *t, uint32_t alignment)
     TRY(read_uint(w, 4, F("n_dims"), &n_dims));
     if (n_dims == 0)
         return fail(w, TM_BAD_VALUE, dims_at,
-                    "n_dims 0 at byte %llu: zero-dimensional tensors are refused", (ull)dims_at);
+                    "n_dims 0 at byte %" PRIu64 ": zero-dimensional tensors are refused",
+                    (uint64_t)dims_at);
     if (n_dims > TM_MAX_DIMS)
-        return fail(w, TM_LIMIT, dims_at, "n_dims %llu at byte %llu: at most %u dimensions",
-                    (ull)n_dims, (ull)dims_at, TM_MAX_DIMS);
+        return fail(w, TM_LIMIT, dims_at,
+                    "n_dims %" PRIu64 " at byte %" PRIu64 ": at most %u dimensions",
+                    (uint64_t)n_dims, (uint64_t)dims_at, TM_MAX_DIMS);
     t->n_dims = (uint32_t)n_dims;
     t->n_elements = 1;
     for (uint32_t d = 0; d < TM_MAX_DIMS; d++) {
@@ -300,15 +308,17 @@ static tm_status walk_info(walk *w, tm_tensor *t, uint32_t alignment)
         TRY(read_uint(w, 8, F(ne_names[d]), &t->ne[d]));
         if (t->ne[d] == 0)
             return fail(w, TM_BAD_VALUE, ne_at,
-                        "ne[%u] = 0 at byte %llu: zero-length dimensions are refused", d,
-                        (ull)ne_at);
+                        "ne[%u] = 0 at byte %" PRIu64 ": zero-length dimensions are refused", d,
+                        (uint64_t)ne_at);
         if (t->ne[d] > INT64_MAX)
-            return fail(w, TM_LIMIT, ne_at, "ne[%u] = %llu at byte %llu is 2^63 or more", d,
-                        (ull)t->ne[d], (ull)ne_at);
+            return fail(w, TM_LIMIT, ne_at,
+                        "ne[%u] = %" PRIu64 " at byte %" PRIu64 " is 2^63 or more", d,
+                        (uint64_t)t->ne[d], (uint64_t)ne_at);
         if (!tm__mul_u64(t->n_elements, t->ne[d], &t->n_elements))
             return fail(w, TM_LIMIT, ne_at,
-                        "the element count overflows 64 bits at ne[%u] = %llu (byte %llu)", d,
-                        (ull)t->ne[d], (ull)ne_at);
+                        "the element count overflows 64 bits at ne[%u] = %" PRIu64 " (byte %" PRIu64
+                        ")",
+                        d, (uint64_t)t->ne[d], (uint64_t)ne_at);
     }
 
     const uint64_t type_at = at(w);
@@ -319,35 +329,39 @@ static tm_status walk_info(walk *w, tm_tensor *t, uint32_t alignment)
         const char *name = tm_type_name((tm_type)type);
         if (name && tm__type_removed_name((tm_type)type))
             return fail(w, TM_UNSUPPORTED, type_at,
-                        "type %llu (%s) at byte %llu was removed from ggml and is not supported",
-                        (ull)type, name, (ull)type_at);
+                        "type %" PRIu64 " (%s) at byte %" PRIu64
+                        " was removed from ggml and is not supported",
+                        (uint64_t)type, name, (uint64_t)type_at);
         if (name)
             return fail(w, TM_UNSUPPORTED, type_at,
-                        "type %llu (%s) at byte %llu is not supported in a GGUF file", (ull)type,
-                        name, (ull)type_at);
-        return fail(w, TM_UNSUPPORTED, type_at, "type %llu at byte %llu is not a ggml type",
-                    (ull)type, (ull)type_at);
+                        "type %" PRIu64 " (%s) at byte %" PRIu64 " is not supported in a GGUF file",
+                        (uint64_t)type, name, (uint64_t)type_at);
+        return fail(w, TM_UNSUPPORTED, type_at,
+                    "type %" PRIu64 " at byte %" PRIu64 " is not a ggml type", (uint64_t)type,
+                    (uint64_t)type_at);
     }
     t->type = (tm_type)type;
     if (t->ne[0] % info->block_elems != 0)
         return fail(w, TM_BAD_VALUE, dims_at + 4,
-                    "row length ne[0] = %llu at byte %llu is not a whole number of %s blocks "
+                    "row length ne[0] = %" PRIu64 " at byte %" PRIu64
+                    " is not a whole number of %s blocks "
                     "(%u elements each)",
-                    (ull)t->ne[0], (ull)(dims_at + 4), info->name, info->block_elems);
+                    (uint64_t)t->ne[0], (uint64_t)(dims_at + 4), info->name, info->block_elems);
     /* ne[0] is a whole number of blocks, so n_elements is too. */
     uint64_t padded;
     if (!tm__mul_u64(t->n_elements / info->block_elems, info->block_bytes, &t->n_bytes) ||
         !tm__add_u64(t->n_bytes, alignment - 1, &padded))
         return fail(w, TM_LIMIT, type_at,
-                    "%llu elements of %s (type at byte %llu) overflow 64 bits of bytes",
-                    (ull)t->n_elements, info->name, (ull)type_at);
+                    "%" PRIu64 " elements of %s (type at byte %" PRIu64
+                    ") overflow 64 bits of bytes",
+                    (uint64_t)t->n_elements, info->name, (uint64_t)type_at);
 
     const uint64_t offset_at = at(w);
     TRY(read_uint(w, 8, F("tensor data offset"), &t->offset));
     if (t->offset % alignment != 0)
         return fail(w, TM_LAYOUT, offset_at,
-                    "offset %llu at byte %llu is not a multiple of the alignment %u",
-                    (ull)t->offset, (ull)offset_at, alignment);
+                    "offset %" PRIu64 " at byte %" PRIu64 " is not a multiple of the alignment %u",
+                    (uint64_t)t->offset, (uint64_t)offset_at, alignment);
     t->info_bytes = at(w) - t->info_offset;
     return TM_OK;
 }
@@ -364,7 +378,8 @@ static tm_status grow(void **arr, uint64_t *cap, uint64_t used, uint64_t declare
         want = declared;
     void *p = realloc(*arr, (size_t)want * elem);
     if (!p)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory after %llu entries", (ull)used);
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory after %" PRIu64 " entries",
+                        (uint64_t)used);
     *arr = p;
     *cap = want;
     return TM_OK;
@@ -384,15 +399,17 @@ __attribute__((cold, noinline)) static tm_status counts_cannot_fit(tm_error *err
     const uint64_t room = L->file_size - L->head_end;
     if (L->n_kv > room / MIN_KV_BYTES)
         return tm__fail(err, TM_LIMIT, 16,
-                        "metadata count %llu at byte 16 cannot fit: the %llu bytes after the "
-                        "head hold at most %llu entries",
-                        (ull)L->n_kv, (ull)room, (ull)(room / MIN_KV_BYTES));
+                        "metadata count %" PRIu64 " at byte 16 cannot fit: the %" PRIu64
+                        " bytes after the "
+                        "head hold at most %" PRIu64 " entries",
+                        (uint64_t)L->n_kv, (uint64_t)room, (uint64_t)(room / MIN_KV_BYTES));
     const uint64_t room_infos = room - L->n_kv * MIN_KV_BYTES;
     return tm__fail(err, TM_LIMIT, 8,
-                    "tensor count %llu at byte 8 cannot fit: the %llu bytes after the head and "
-                    "%llu metadata entries hold at most %llu tensor infos",
-                    (ull)L->n_tensors, (ull)room, (ull)L->n_kv,
-                    (ull)(room_infos / MIN_INFO_BYTES));
+                    "tensor count %" PRIu64 " at byte 8 cannot fit: the %" PRIu64
+                    " bytes after the head and "
+                    "%" PRIu64 " metadata entries hold at most %" PRIu64 " tensor infos",
+                    (uint64_t)L->n_tensors, (uint64_t)room, (uint64_t)L->n_kv,
+                    (uint64_t)(room_infos / MIN_INFO_BYTES));
 }
 
 static tm_status walk_head(walk *w, tm_layout *L)
@@ -413,11 +430,12 @@ static tm_status walk_head(walk *w, tm_layout *L)
     /* 0x03000000: version 3 written big-endian (any 1..3 swapped). */
     if (version > 3 && __builtin_bswap32((uint32_t)version) <= 3)
         return fail(w, TM_BAD_VERSION, 4,
-                    "version reads 0x%08llx at byte 4: a big-endian GGUF file, which this "
+                    "version reads 0x%08" PRIx64 " at byte 4: a big-endian GGUF file, which this "
                     "library does not read",
-                    (ull)version);
+                    (uint64_t)version);
     if (version != 2 && version != 3)
-        return fail(w, TM_BAD_VERSION, 4, "version %llu at byte 4 is not 2 or 3", (ull)version);
+        return fail(w, TM_BAD_VERSION, 4, "version %" PRIu64 " at byte 4 is not 2 or 3",
+                    (uint64_t)version);
     TRY(read_uint(w, 8, F("tensor count"), &n_tensors));
     TRY(read_uint(w, 8, F("metadata count"), &n_kv));
     L->version = (uint32_t)version;
@@ -429,9 +447,9 @@ static tm_status walk_head(walk *w, tm_layout *L)
             return counts_cannot_fit(w->err, L);
         /* only a header of 60 GB or more gets here */
         return fail(w, TM_LIMIT, n_kv > MAX_ENTRIES ? 16 : 8,
-                    "%s count %llu at byte %u is more than this library indexes (%u)",
+                    "%s count %" PRIu64 " at byte %u is more than this library indexes (%u)",
                     n_kv > MAX_ENTRIES ? "metadata" : "tensor",
-                    (ull)(n_kv > MAX_ENTRIES ? n_kv : n_tensors), n_kv > MAX_ENTRIES ? 16 : 8,
+                    (uint64_t)(n_kv > MAX_ENTRIES ? n_kv : n_tensors), n_kv > MAX_ENTRIES ? 16 : 8,
                     MAX_ENTRIES);
     }
     return TM_OK;
@@ -455,13 +473,15 @@ static tm_status check_bounds(walk *w, const image *img, unsigned flags)
             const uint64_t offset_at = t->info_offset + t->info_bytes - 8;
             if (wraps)
                 return fail(w, TM_LAYOUT, offset_at,
-                            "offset %llu at byte %llu puts its %llu bytes past 2^64",
-                            (ull)t->offset, (ull)offset_at, (ull)t->n_bytes);
+                            "offset %" PRIu64 " at byte %" PRIu64 " puts its %" PRIu64
+                            " bytes past 2^64",
+                            (uint64_t)t->offset, (uint64_t)offset_at, (uint64_t)t->n_bytes);
             return fail(w, TM_TRUNCATED, offset_at,
-                        "its %llu bytes at offset %llu (byte %llu) need the file to be %llu "
-                        "bytes, but it has %llu (a truncated download?)",
-                        (ull)t->n_bytes, (ull)t->offset, (ull)offset_at, (ull)end,
-                        (ull)L->file_size);
+                        "its %" PRIu64 " bytes at offset %" PRIu64 " (byte %" PRIu64
+                        ") need the file to be %" PRIu64 " "
+                        "bytes, but it has %" PRIu64 " (a truncated download?)",
+                        (uint64_t)t->n_bytes, (uint64_t)t->offset, (uint64_t)offset_at,
+                        (uint64_t)end, (uint64_t)L->file_size);
         }
     }
     return TM_OK;
@@ -489,8 +509,8 @@ static tm_status check_overlap(walk *w, const image *img)
         return TM_OK;
     span *s = malloc((size_t)n * sizeof *s);
     if (!s)
-        return tm__fail(w->err, TM_NOMEM, TM_NO_OFFSET, "out of memory sorting %llu tensors",
-                        (ull)n);
+        return tm__fail(w->err, TM_NOMEM, TM_NO_OFFSET, "out of memory sorting %" PRIu64 " tensors",
+                        (uint64_t)n);
     for (uint64_t i = 0; i < n; i++)
         s[i] = (span){img->tensors[i].offset, i};
     qsort(s, (size_t)n, sizeof *s, by_offset);
@@ -504,10 +524,12 @@ static tm_status check_overlap(walk *w, const image *img)
             w->name = b->name;
             const uint64_t offset_at = b->info_offset + b->info_bytes - 8;
             st = fail(w, TM_LAYOUT, offset_at,
-                      "its bytes %llu..%llu (offset at byte %llu) overlap tensor info %llu (%s) "
-                      "at %llu..%llu",
-                      (ull)b->offset, (ull)(b->offset + b->n_bytes), (ull)offset_at,
-                      (ull)s[k - 1].index, qa, (ull)a->offset, (ull)(a->offset + a->n_bytes));
+                      "its bytes %" PRIu64 "..%" PRIu64 " (offset at byte %" PRIu64
+                      ") overlap tensor info %" PRIu64 " (%s) "
+                      "at %" PRIu64 "..%" PRIu64,
+                      (uint64_t)b->offset, (uint64_t)(b->offset + b->n_bytes), (uint64_t)offset_at,
+                      (uint64_t)s[k - 1].index, qa, (uint64_t)a->offset,
+                      (uint64_t)(a->offset + a->n_bytes));
         }
     }
     free(s);
@@ -588,10 +610,11 @@ static tm_status walk_once(const tm__source *m, uint32_t shard, unsigned flags, 
     start &= ~(uint64_t)(L->alignment - 1);
     if (start > L->file_size) {
         if (L->n_tensors > 0 && !(flags & TM_OPEN_TRUNCATED))
-            return tm__fail(err, TM_TRUNCATED, L->infos_end,
-                            "the tensor infos end at byte %llu and the data would start at byte "
-                            "%llu (alignment %u), past the end of the %llu-byte file",
-                            (ull)L->infos_end, (ull)start, L->alignment, (ull)L->file_size);
+            return tm__fail(
+                err, TM_TRUNCATED, L->infos_end,
+                "the tensor infos end at byte %" PRIu64 " and the data would start at byte "
+                "%" PRIu64 " (alignment %u), past the end of the %" PRIu64 "-byte file",
+                (uint64_t)L->infos_end, (uint64_t)start, L->alignment, (uint64_t)L->file_size);
         if (L->n_tensors == 0)
             start = L->file_size;
     }

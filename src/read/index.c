@@ -58,8 +58,8 @@ tm_status tm__hash_init(tm__hash *h, uint64_t n, tm_error *err)
         cap *= 2;
     h->slots = calloc((size_t)cap, sizeof *h->slots);
     if (!h->slots)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory indexing %llu names",
-                        (unsigned long long)n);
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory indexing %" PRIu64 " names",
+                        (uint64_t)n);
     h->mask = cap - 1;
     return TM_OK;
 }
@@ -94,8 +94,8 @@ static tm_status build(tm_file *f, tm__hash *h, uint64_t n, name_of name, const 
                        tm_error *err)
 {
     if (n >= UINT32_MAX) /* slots hold index + 1 in 32 bits; the parsers bound n far lower */
-        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "%llu %s are more than this library indexes",
-                        (unsigned long long)n, what);
+        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
+                        "%" PRIu64 " %s are more than this library indexes", (uint64_t)n, what);
     tm_status st = tm__hash_init(h, n, err);
     if (st != TM_OK)
         return st;
@@ -111,14 +111,15 @@ static tm_status build(tm_file *f, tm__hash *h, uint64_t n, name_of name, const 
             const uint32_t other = is_kv ? 0 : f->tensors[*slot - 1].shard;
             if (shard != other) /* a name in two files of a set: say which files */
                 return tm__fail(err, TM_DUPLICATE, at,
-                                "%s: tensor info at byte %llu names tensor %s, which %s already "
-                                "holds", tm_shard_path(f, shard), (unsigned long long)at, q,
-                                tm_shard_path(f, other));
+                                "%s: tensor info at byte %" PRIu64
+                                " names tensor %s, which %s already "
+                                "holds",
+                                tm_shard_path(f, shard), (uint64_t)at, q, tm_shard_path(f, other));
             return tm__fail(err, TM_DUPLICATE, at,
-                            "%s %u of %llu (%s) at byte %llu: the same %s as %s %u",
-                            is_kv ? "metadata entry" : "tensor info", i, (unsigned long long)n, q,
-                            (unsigned long long)at, is_kv ? "key" : "name",
-                            is_kv ? "entry" : "tensor info", *slot - 1);
+                            "%s %u of %" PRIu64 " (%s) at byte %" PRIu64 ": the same %s as %s %u",
+                            is_kv ? "metadata entry" : "tensor info", i, (uint64_t)n, q,
+                            (uint64_t)at, is_kv ? "key" : "name", is_kv ? "entry" : "tensor info",
+                            *slot - 1);
         }
         *slot = i + 1;
     }

@@ -32,8 +32,9 @@ static tm_status parse(tm_file *f, unsigned flags, tm_error *err)
         st = tm__safetensors_parse(f, flags, err);
     } else if (size < 4) {
         return tm__fail(err, TM_TRUNCATED, 0,
-                        "the file is only %llu byte%s: too short for a GGUF or safetensors head",
-                        (unsigned long long)size, size == 1 ? "" : "s");
+                        "the file is only %" PRIu64
+                        " byte%s: too short for a GGUF or safetensors head",
+                        (uint64_t)size, size == 1 ? "" : "s");
     } else {
         char magic[24];
         show_magic(magic, sizeof magic, p, 4);

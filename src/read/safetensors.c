@@ -112,8 +112,8 @@ static tm_status entry_fail(tm_error *err, tm_status code, const st_ctx *c, size
     tm__quote(quoted, sizeof quoted, name, len);
     uint64_t off = entry_offset(c, name, len);
     /* entries counted from 0, as the GGUF walk counts them */
-    return tm__fail(err, code, off, "%sheader entry %zu of %zu (%s) at byte %llu: %s", c->what,
-                    index, count, quoted, (unsigned long long)off, why);
+    return tm__fail(err, code, off, "%sheader entry %zu of %zu (%s) at byte %" PRIu64 ": %s",
+                    c->what, index, count, quoted, (uint64_t)off, why);
 }
 
 /* A header entry on its way to a tm_tensor. */
@@ -188,18 +188,19 @@ static tm_status read_entry(const st_ctx *c, const char *name, size_t len, json_
             return FAIL(TM_LIMIT, "the shape's element count overflows 64 bits");
     }
     if (!tm__mul_u64(e->t.n_elements, tm_type_block_bytes(dt->type), &e->t.n_bytes))
-        return FAIL(TM_LIMIT, "%llu elements of %s overflow 64 bits of bytes",
-                    (unsigned long long)e->t.n_elements, dt->name);
+        return FAIL(TM_LIMIT, "%" PRIu64 " elements of %s overflow 64 bits of bytes",
+                    (uint64_t)e->t.n_elements, dt->name);
     if (!get_u64(json_array_get(offs, 0), &e->begin) || !get_u64(json_array_get(offs, 1), &e->end))
         return FAIL(TM_BAD_VALUE, "\"data_offsets\" are not two non-negative integers");
     if (e->end < e->begin)
-        return FAIL(TM_LAYOUT, "data_offsets [%llu, %llu] end before they begin",
-                    (unsigned long long)e->begin, (unsigned long long)e->end);
+        return FAIL(TM_LAYOUT, "data_offsets [%" PRIu64 ", %" PRIu64 "] end before they begin",
+                    (uint64_t)e->begin, (uint64_t)e->end);
     if (e->end - e->begin != e->t.n_bytes)
-        return FAIL(TM_LAYOUT, "data_offsets [%llu, %llu] hold %llu bytes, but shape and %s make %llu",
-                    (unsigned long long)e->begin, (unsigned long long)e->end,
-                    (unsigned long long)(e->end - e->begin), dt->name,
-                    (unsigned long long)e->t.n_bytes);
+        return FAIL(TM_LAYOUT,
+                    "data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
+                    " bytes, but shape and %s make %" PRIu64,
+                    (uint64_t)e->begin, (uint64_t)e->end, (uint64_t)(e->end - e->begin), dt->name,
+                    (uint64_t)e->t.n_bytes);
     return TM_OK;
 #undef FAIL
 }
@@ -293,10 +294,10 @@ static tm_status json_fail(tm_error *err, const json_error_t *je, uint64_t base,
         tm__quote(token, sizeof token, near + 7, (uint64_t)(je->text + len - 1 - (near + 7)));
     }
     return tm__fail(err, code == json_error_duplicate_key ? TM_DUPLICATE : TM_BAD_VALUE, at,
-                    "%s%s is not valid at byte %llu: %s%.*s%s%s", what, noun,
-                    (unsigned long long)at,
-                    code == json_error_duplicate_key ? "a name appears twice: "
-                    : code == json_error_invalid_utf8 ? "invalid UTF-8: " : "",
+                    "%s%s is not valid at byte %" PRIu64 ": %s%.*s%s%s", what, noun, (uint64_t)at,
+                    code == json_error_duplicate_key  ? "a name appears twice: "
+                    : code == json_error_invalid_utf8 ? "invalid UTF-8: "
+                                                      : "",
                     words, je->text, token[0] ? " near " : "", token);
 }
 
@@ -306,8 +307,10 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
 {
     tm__source *m = &f->maps[shard];
     if (m->size < 8)
-        return tm__fail(err, TM_TRUNCATED, 0, "%sthe file is %llu bytes; a safetensors file "
-                        "starts with an 8-byte header length", what, (unsigned long long)m->size);
+        return tm__fail(err, TM_TRUNCATED, 0,
+                        "%sthe file is %" PRIu64 " bytes; a safetensors file "
+                        "starts with an 8-byte header length",
+                        what, (uint64_t)m->size);
     /* A shard is named by an index, and may be a link to any file at all (/etc/passwd): its
      * first bytes are not quoted, not even as a header length, unless they start a header. */
     if (what[0] && !tm__safetensors_looks_like_file(m->base, m->avail))
@@ -315,12 +318,15 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
                         "followed by '{')", what);
     uint64_t n = tm__load_le(m->base, 8);
     if (n > TM_SAFETENSORS_MAX_HEADER)
-        return tm__fail(err, TM_LIMIT, 0, "%sheader length %llu at byte 0 is over the format's "
-                        "limit of %u bytes", what, (unsigned long long)n, TM_SAFETENSORS_MAX_HEADER);
+        return tm__fail(err, TM_LIMIT, 0,
+                        "%sheader length %" PRIu64 " at byte 0 is over the format's "
+                        "limit of %u bytes",
+                        what, (uint64_t)n, TM_SAFETENSORS_MAX_HEADER);
     if (n > m->size - 8)
-        return tm__fail(err, TM_TRUNCATED, 0, "%sheader length %llu at byte 0 runs past the end "
-                        "of the file (%llu bytes)", what, (unsigned long long)n,
-                        (unsigned long long)m->size);
+        return tm__fail(err, TM_TRUNCATED, 0,
+                        "%sheader length %" PRIu64 " at byte 0 runs past the end "
+                        "of the file (%" PRIu64 " bytes)",
+                        what, (uint64_t)n, (uint64_t)m->size);
     tm_status s = tm__source_need(m, 8 + n, err); /* a remote file's head: fetch the header */
     if (s != TM_OK)
         return s;
@@ -364,19 +370,21 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
         st_entry *e = &entries[i];
         if (e->begin != at) {
             s = entry_fail(err, TM_LAYOUT, &c, e->index, count, e->t.name.ptr, e->t.name.len,
-                           "data_offsets begin at %llu but %s at %llu (data must be "
-                           "contiguous: %s)", (unsigned long long)e->begin,
+                           "data_offsets begin at %" PRIu64 " but %s at %" PRIu64 " (data must be "
+                           "contiguous: %s)",
+                           (uint64_t)e->begin,
                            i ? "the tensor before it in the data ends" : "the data section starts",
-                           (unsigned long long)at, e->begin > at ? "a gap" : "an overlap");
+                           (uint64_t)at, e->begin > at ? "a gap" : "an overlap");
             goto out;
         }
         /* past the end, a file cut off (a download that stopped): opened with
          * TM_OPEN_TRUNCATED, its header reads and a tensor the end cuts has no data */
         if (e->end > data_size && !(flags & TM_OPEN_TRUNCATED)) {
             s = entry_fail(err, TM_LAYOUT, &c, e->index, count, e->t.name.ptr, e->t.name.len,
-                           "data_offsets end at %llu (file byte %llu), past the end of the data "
-                           "section (%llu bytes)", (unsigned long long)e->end,
-                           (unsigned long long)(data_start + e->end), (unsigned long long)data_size);
+                           "data_offsets end at %" PRIu64 " (file byte %" PRIu64
+                           "), past the end of the data "
+                           "section (%" PRIu64 " bytes)",
+                           (uint64_t)e->end, (uint64_t)(data_start + e->end), (uint64_t)data_size);
             goto out;
         }
         e->t.offset = e->begin;
@@ -389,10 +397,12 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
         at = e->end;
     }
     if (at < data_size) {
-        s = tm__fail(err, TM_LAYOUT, data_start + at, "%sthe tensors end at data byte %llu (file "
-                     "byte %llu) but the file goes on for %llu more bytes: the offsets must cover "
-                     "the data section exactly", what, (unsigned long long)at,
-                     (unsigned long long)(data_start + at), (unsigned long long)(data_size - at));
+        s = tm__fail(err, TM_LAYOUT, data_start + at,
+                     "%sthe tensors end at data byte %" PRIu64 " (file "
+                     "byte %" PRIu64 ") but the file goes on for %" PRIu64
+                     " more bytes: the offsets must cover "
+                     "the data section exactly",
+                     what, (uint64_t)at, (uint64_t)(data_start + at), (uint64_t)(data_size - at));
         goto out;
     }
     s = append_tensors(f, entries, n_tensors, err);
@@ -587,8 +597,10 @@ static tm_status parse_index_json(tm__source *m, const char *label, json_t **out
     char what[300];
     snprintf(what, sizeof what, "%s: ", label);
     if (m->size > TM_SAFETENSORS_MAX_HEADER)
-        return tm__fail(err, TM_LIMIT, 0, "%s: a safetensors index of %llu bytes is over the "
-                        "limit of %u", label, (unsigned long long)m->size, TM_SAFETENSORS_MAX_HEADER);
+        return tm__fail(err, TM_LIMIT, 0,
+                        "%s: a safetensors index of %" PRIu64 " bytes is over the "
+                        "limit of %u",
+                        label, (uint64_t)m->size, TM_SAFETENSORS_MAX_HEADER);
     tm_status s = tm__source_need(m, m->size, err); /* a remote index: all of it */
     if (s != TM_OK)
         return s;

@@ -153,8 +153,8 @@ tm_status tm_writer_set_alignment(tm_writer *w, uint32_t alignment, tm_error *er
     /* Offsets are fixed as tensors are added; a new alignment would leave them misaligned. */
     if (w->n_tensors)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                        "set the alignment before adding tensors (%llu added already)",
-                        (unsigned long long)w->n_tensors);
+                        "set the alignment before adding tensors (%" PRIu64 " added already)",
+                        (uint64_t)w->n_tensors);
     w->alignment = alignment;
     return TM_OK;
 }
@@ -178,13 +178,14 @@ uint64_t tm_writer_header_bytes(const tm_writer *w)
 static tm_status check_key(const tm_writer *w, const char *key, uint64_t *len, tm_error *err)
 {
     if (!key)
-        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "metadata entry %llu: the key is NULL",
-                        (unsigned long long)w->n_kv);
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
+                        "metadata entry %" PRIu64 ": the key is NULL", (uint64_t)w->n_kv);
     *len = strlen(key);
     if (*len == 0 || *len > TM_MAX_NAME_LEN)
         return tm__fail(err, *len ? TM_LIMIT : TM_BAD_VALUE, TM_NO_OFFSET,
-                        "metadata entry %llu: the key is %llu bytes long; it must be 1 to %u",
-                        (unsigned long long)w->n_kv, (unsigned long long)*len, TM_MAX_NAME_LEN);
+                        "metadata entry %" PRIu64 ": the key is %" PRIu64
+                        " bytes long; it must be 1 to %u",
+                        (uint64_t)w->n_kv, (uint64_t)*len, TM_MAX_NAME_LEN);
     return TM_OK;
 }
 
@@ -236,14 +237,16 @@ static tm_status fixed_bytes(const tm_writer *w, const char *key, tm_vtype type,
     if (size == 0) {
         const char *name = tm_vtype_name(type);
         return tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
-                        "metadata entry %llu (%s): value type %u%s%s%s is not a fixed-size type",
-                        (unsigned long long)w->n_kv, quoted(key).s, (unsigned)type, name ? " (" : "",
+                        "metadata entry %" PRIu64
+                        " (%s): value type %u%s%s%s is not a fixed-size type",
+                        (uint64_t)w->n_kv, quoted(key).s, (unsigned)type, name ? " (" : "",
                         name ? name : "", name ? ")" : "");
     }
     if (!tm__mul_u64(count, size, out))
         return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
-                        "metadata entry %llu (%s): %llu elements of %u bytes overflow",
-                        (unsigned long long)w->n_kv, quoted(key).s, (unsigned long long)count, size);
+                        "metadata entry %" PRIu64 " (%s): %" PRIu64
+                        " elements of %u bytes overflow",
+                        (uint64_t)w->n_kv, quoted(key).s, (uint64_t)count, size);
     return TM_OK;
 }
 
@@ -255,8 +258,9 @@ static tm_status check_bools(const tm_writer *w, const char *key, const uint8_t 
     for (uint64_t i = 0; i < count; i++)
         if (v[i] > 1)
             return tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
-                            "metadata entry %llu (%s): bool %llu holds %u, not 0 or 1",
-                            (unsigned long long)w->n_kv, quoted(key).s, (unsigned long long)i, v[i]);
+                            "metadata entry %" PRIu64 " (%s): bool %" PRIu64
+                            " holds %u, not 0 or 1",
+                            (uint64_t)w->n_kv, quoted(key).s, (uint64_t)i, v[i]);
     return TM_OK;
 }
 
@@ -271,8 +275,8 @@ static tm_status put_fixed_array(tm_writer *w, const char *key, tm_vtype type,
         st = fixed_bytes(w, key, type, count, &n_bytes, err);
     if (st == TM_OK && count && !elems)
         st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                      "metadata entry %llu (%s): the value is NULL",
-                      (unsigned long long)w->n_kv, quoted(key).s);
+                      "metadata entry %" PRIu64 " (%s): the value is NULL", (uint64_t)w->n_kv,
+                      quoted(key).s);
     if (st == TM_OK && type == TM_V_BOOL)
         st = check_bools(w, key, elems, count, err);
     if (st == TM_OK)
@@ -307,16 +311,16 @@ static tm_status check_string(const tm_writer *w, const char *key, uint64_t i, b
 {
     char where[32] = "";
     if (in_array)
-        snprintf(where, sizeof where, " string %llu", (unsigned long long)i);
+        snprintf(where, sizeof where, " string %" PRIu64, (uint64_t)i);
     if (!s && len)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                        "metadata entry %llu (%s):%s is NULL", (unsigned long long)w->n_kv,
+                        "metadata entry %" PRIu64 " (%s):%s is NULL", (uint64_t)w->n_kv,
                         quoted(key).s, where);
     if (len > TM_MAX_STRING_LEN)
         return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
-                        "metadata entry %llu (%s):%s is %llu bytes long; the limit is %u",
-                        (unsigned long long)w->n_kv, quoted(key).s, where, (unsigned long long)len,
-                        TM_MAX_STRING_LEN);
+                        "metadata entry %" PRIu64 " (%s):%s is %" PRIu64
+                        " bytes long; the limit is %u",
+                        (uint64_t)w->n_kv, quoted(key).s, where, (uint64_t)len, TM_MAX_STRING_LEN);
     return TM_OK;
 }
 
@@ -348,8 +352,8 @@ tm_status tm_writer_kv_str_array(tm_writer *w, const char *key, const char *cons
         return st;
     if (count && !strs)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                        "metadata entry %llu (%s): the strings are NULL",
-                        (unsigned long long)w->n_kv, quoted(key).s);
+                        "metadata entry %" PRIu64 " (%s): the strings are NULL", (uint64_t)w->n_kv,
+                        quoted(key).s);
     /* Two passes: sizes first (so the entry is reserved whole), then the bytes. */
     uint64_t n_bytes = 12;
     for (uint64_t i = 0; i < count; i++) {
@@ -380,42 +384,48 @@ static tm_status check_tensor(const tm_writer *w, const char *name, uint64_t nam
                               tm_type type, uint32_t n_dims, const uint64_t *ne,
                               uint64_t *n_bytes, tm_error *err)
 {
-    const unsigned long long idx = (unsigned long long)w->n_tensors;
+    const uint64_t idx = w->n_tensors;
     char q[96];
     tm__quote(q, sizeof q, name, name_len);
     if (name_len == 0 || name_len > TM_MAX_NAME_LEN)
         return tm__fail(err, name_len ? TM_LIMIT : TM_BAD_VALUE, TM_NO_OFFSET,
-                        "tensor %llu: the name is %llu bytes long; it must be 1 to %u", idx,
-                        (unsigned long long)name_len, TM_MAX_NAME_LEN);
+                        "tensor %" PRIu64 ": the name is %" PRIu64
+                        " bytes long; it must be 1 to %u",
+                        idx, (uint64_t)name_len, TM_MAX_NAME_LEN);
     if (n_dims < 1 || n_dims > TM_MAX_DIMS || !ne)
         return tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
-                        "tensor %llu (%s): %u dimensions; a GGUF tensor has 1 to %u", idx, q,
+                        "tensor %" PRIu64 " (%s): %u dimensions; a GGUF tensor has 1 to %u", idx, q,
                         n_dims, TM_MAX_DIMS);
     const uint32_t block = tm_type_block_elems(type);
     const char *tname = tm_type_name(type);
     if (block == 0 || (unsigned)type >= (unsigned)TM_TYPE_U8)
-        return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET,
-                        "tensor %llu (%s): type %u%s%s%s is not a GGUF type this library knows",
-                        idx, q, (unsigned)type, tname ? " (" : "", tname ? tname : "",
-                        tname ? ")" : "");
+        return tm__fail(
+            err, TM_UNSUPPORTED, TM_NO_OFFSET,
+            "tensor %" PRIu64 " (%s): type %u%s%s%s is not a GGUF type this library knows", idx, q,
+            (unsigned)type, tname ? " (" : "", tname ? tname : "", tname ? ")" : "");
     uint64_t n = 1;
     for (uint32_t d = 0; d < n_dims; d++) {
         if (ne[d] == 0)
             return tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
-                            "tensor %llu (%s): dimension %u is 0; every dimension is at least 1",
+                            "tensor %" PRIu64
+                            " (%s): dimension %u is 0; every dimension is at least 1",
                             idx, q, d);
         if (ne[d] >= (UINT64_C(1) << 63) || !tm__mul_u64(n, ne[d], &n))
             return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
-                            "tensor %llu (%s): dimension %u (%llu) makes the element count "
-                            "overflow", idx, q, d, (unsigned long long)ne[d]);
+                            "tensor %" PRIu64 " (%s): dimension %u (%" PRIu64
+                            ") makes the element count "
+                            "overflow",
+                            idx, q, d, (uint64_t)ne[d]);
     }
     if (ne[0] % block)
         return tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
-                        "tensor %llu (%s): a row of %llu elements is not a whole number of %s "
-                        "blocks of %u", idx, q, (unsigned long long)ne[0], tname, block);
+                        "tensor %" PRIu64 " (%s): a row of %" PRIu64
+                        " elements is not a whole number of %s "
+                        "blocks of %u",
+                        idx, q, (uint64_t)ne[0], tname, block);
     if (!tm__mul_u64(n / block, tm_type_block_bytes(type), n_bytes))
-        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "tensor %llu (%s): its size overflows", idx,
-                        q);
+        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "tensor %" PRIu64 " (%s): its size overflows",
+                        idx, q);
     return TM_OK;
 }
 
@@ -426,8 +436,8 @@ static tm_status add_tensor(tm_writer *w, const char *name, tm_type type, uint32
     if (!w)
         return no_writer(err, __func__);
     if (!name)
-        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tensor %llu: the name is NULL",
-                        (unsigned long long)w->n_tensors);
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tensor %" PRIu64 ": the name is NULL",
+                        (uint64_t)w->n_tensors);
     const uint64_t name_len = strlen(name);
     uint64_t n_bytes = 0, end;
     tm_status st = check_tensor(w, name, name_len, type, n_dims, ne, &n_bytes, err);
@@ -436,18 +446,18 @@ static tm_status add_tensor(tm_writer *w, const char *name, tm_type type, uint32
     const uint64_t a = w->alignment;
     if (!placed) {
         if (w->data_end > UINT64_MAX - (a - 1))
-            return tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "tensor %llu: the data section is full",
-                            (unsigned long long)w->n_tensors);
+            return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
+                            "tensor %" PRIu64 ": the data section is full", (uint64_t)w->n_tensors);
         offset = (w->data_end + a - 1) & ~(a - 1);
     } else if (offset % a) {
         return tm__fail(err, TM_LAYOUT, TM_NO_OFFSET,
-                        "tensor %llu (%s): offset %llu is not a multiple of the alignment %u",
-                        (unsigned long long)w->n_tensors, quoted(name).s, (unsigned long long)offset,
-                        w->alignment);
+                        "tensor %" PRIu64 " (%s): offset %" PRIu64
+                        " is not a multiple of the alignment %u",
+                        (uint64_t)w->n_tensors, quoted(name).s, (uint64_t)offset, w->alignment);
     }
     if (!tm__add_u64(offset, n_bytes, &end))
-        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "tensor %llu: offset + size overflows",
-                        (unsigned long long)w->n_tensors);
+        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "tensor %" PRIu64 ": offset + size overflows",
+                        (uint64_t)w->n_tensors);
     if (w->n_tensors == w->tensors_cap) {
         size_t cap = w->tensors_cap ? w->tensors_cap * 2 : 64;
         wtensor *t = cap < SIZE_MAX / sizeof *t ? realloc(w->tensors, cap * sizeof *t) : NULL;
@@ -745,8 +755,8 @@ static tm_status write_through(int fd, source *src, const wtensor *t, const char
         return tm__fail(err, st, inner.offset, "%s: reading %s from %s: %s", path, what,
                         t->src->path, inner.message);
     if (!pwrite_all(fd, src->bounce, n, at + off))
-        return tm__fail(err, TM_IO, at + off, "%s: writing %s at byte %llu: %s", path, what,
-                        (unsigned long long)(at + off), strerror(errno));
+        return tm__fail(err, TM_IO, at + off, "%s: writing %s at byte %" PRIu64 ": %s", path, what,
+                        (uint64_t)(at + off), strerror(errno));
     return TM_OK;
 }
 
@@ -782,8 +792,8 @@ static tm_status write_tensor(const tm_writer *w, int fd, source *src, const wte
             k = (ssize_t)(n < READ_CHUNK ? n : READ_CHUNK);
         }
         if (k <= 0)
-            return tm__fail(err, TM_IO, at + off, "%s: writing %s at byte %llu: %s", path, what,
-                            (unsigned long long)(at + off), strerror(errno));
+            return tm__fail(err, TM_IO, at + off, "%s: writing %s at byte %" PRIu64 ": %s", path,
+                            what, (uint64_t)(at + off), strerror(errno));
         off += (uint64_t)k;
         *done += (uint64_t)k;
         if (w->progress)
@@ -816,8 +826,9 @@ static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_err
         data_size = w->section.n_bytes;
     uint64_t file_size;
     if (!tm__add_u64(data_start, data_size, &file_size) || file_size > (uint64_t)INT64_MAX)
-        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "%s: a file of %llu + %llu bytes is too big",
-                        path, (unsigned long long)data_start, (unsigned long long)data_size);
+        return tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
+                        "%s: a file of %" PRIu64 " + %" PRIu64 " bytes is too big", path,
+                        (uint64_t)data_start, (uint64_t)data_size);
 
     /* The padding is zeros: taken from a zeroed block (an alignment up to its size) or, for
      * larger alignments, left to the ftruncate below, which reads back as zeros too. */
@@ -841,7 +852,7 @@ static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_err
                           path, err);
     for (uint64_t i = 0; !whole && i < w->n_tensors && st == TM_OK; i++) {
         char what[32];
-        snprintf(what, sizeof what, "tensor %llu", (unsigned long long)i);
+        snprintf(what, sizeof what, "tensor %" PRIu64, (uint64_t)i);
         if (w->tensors[i].data || w->tensors[i].src)
             st = write_tensor(w, fd, &src, &w->tensors[i], what, data_start + w->tensors[i].offset,
                               &done, total, path, err);
@@ -852,8 +863,8 @@ static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_err
     if (st != TM_OK)
         return st;
     if (ftruncate(fd, (off_t)file_size) != 0)
-        return tm__fail(err, TM_IO, file_size, "%s: setting the size to %llu bytes: %s", path,
-                        (unsigned long long)file_size, strerror(errno));
+        return tm__fail(err, TM_IO, file_size, "%s: setting the size to %" PRIu64 " bytes: %s",
+                        path, (uint64_t)file_size, strerror(errno));
     return TM_OK;
 }
 
@@ -870,12 +881,13 @@ static tm_status verify_written(const tm_writer *w, const char *written, const c
     const tm_layout *l = tm_file_layout(f);
     if (l->n_kv != w->n_kv || l->n_tensors != w->n_tensors ||
         l->infos_end != tm_writer_header_bytes(w))
-        st = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: the file written reads back as %llu entries "
-                      "and %llu tensors in a %llu-byte header, not %llu, %llu and %llu", path,
-                      (unsigned long long)l->n_kv, (unsigned long long)l->n_tensors,
-                      (unsigned long long)l->infos_end, (unsigned long long)w->n_kv,
-                      (unsigned long long)w->n_tensors,
-                      (unsigned long long)tm_writer_header_bytes(w));
+        st = tm__fail(err, TM_IO, TM_NO_OFFSET,
+                      "%s: the file written reads back as %" PRIu64 " entries "
+                      "and %" PRIu64 " tensors in a %" PRIu64 "-byte header, not %" PRIu64
+                      ", %" PRIu64 " and %" PRIu64,
+                      path, (uint64_t)l->n_kv, (uint64_t)l->n_tensors, (uint64_t)l->infos_end,
+                      (uint64_t)w->n_kv, (uint64_t)w->n_tensors,
+                      (uint64_t)tm_writer_header_bytes(w));
     tm_close(f);
     return st;
 }
@@ -912,9 +924,9 @@ static tm_status no_duplicates(named *v, uint64_t n, const char *what, tm_error 
         if (v[i].len == v[i - 1].len && memcmp(v[i].p, v[i - 1].p, (size_t)v[i].len) == 0) {
             char q[96];
             tm__quote(q, sizeof q, (const char *)v[i].p, v[i].len);
-            return tm__fail(err, TM_DUPLICATE, TM_NO_OFFSET, "%s %llu and %llu are both named %s",
-                            what, (unsigned long long)v[i - 1].index,
-                            (unsigned long long)v[i].index, q);
+            return tm__fail(err, TM_DUPLICATE, TM_NO_OFFSET,
+                            "%s %" PRIu64 " and %" PRIu64 " are both named %s", what,
+                            (uint64_t)v[i - 1].index, (uint64_t)v[i].index, q);
         }
     return TM_OK;
 }
@@ -935,9 +947,9 @@ static tm_status check_whole(const tm_writer *w, tm_error *err)
             (tm__load_le(k + 8 + 17, 4) != TM_V_U32 ||
              tm__load_le(k + 8 + 17 + 4, 4) != w->alignment))
             st = tm__fail(err, TM_BAD_VALUE, TM_NO_OFFSET,
-                          "metadata entry %llu: general.alignment must be a u32 holding the "
+                          "metadata entry %" PRIu64 ": general.alignment must be a u32 holding the "
                           "writer's alignment, %u (tm_writer_set_alignment)",
-                          (unsigned long long)i, w->alignment);
+                          (uint64_t)i, w->alignment);
     }
     if (st == TM_OK)
         st = no_duplicates(v, w->n_kv, "metadata entries", err);
@@ -957,12 +969,11 @@ static tm_status check_whole(const tm_writer *w, tm_error *err)
     for (uint64_t i = 1; st == TM_OK && i < w->n_tensors; i++)
         if (t[i - 1]->offset + t[i - 1]->n_bytes > t[i]->offset)
             st = tm__fail(err, TM_LAYOUT, TM_NO_OFFSET,
-                          "tensors %llu and %llu overlap: data bytes %llu to %llu and from %llu",
-                          (unsigned long long)(t[i - 1] - w->tensors),
-                          (unsigned long long)(t[i] - w->tensors),
-                          (unsigned long long)t[i - 1]->offset,
-                          (unsigned long long)(t[i - 1]->offset + t[i - 1]->n_bytes),
-                          (unsigned long long)t[i]->offset);
+                          "tensors %" PRIu64 " and %" PRIu64 " overlap: data bytes %" PRIu64
+                          " to %" PRIu64 " and from %" PRIu64,
+                          (uint64_t)(t[i - 1] - w->tensors), (uint64_t)(t[i] - w->tensors),
+                          (uint64_t)t[i - 1]->offset,
+                          (uint64_t)(t[i - 1]->offset + t[i - 1]->n_bytes), (uint64_t)t[i]->offset);
     free(v);
     free(t);
     return st;
@@ -1005,9 +1016,10 @@ tm_status tm_writer_header(const tm_writer *w, void *out, uint64_t size, tm_erro
         return no_writer(err, __func__);
     const uint64_t n = tm_writer_header_bytes(w);
     if (!out || size < n)
-        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_header: the header is "
-                        "%llu bytes and the buffer %llu", (unsigned long long)n,
-                        (unsigned long long)(out ? size : 0));
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
+                        "tm_writer_header: the header is "
+                        "%" PRIu64 " bytes and the buffer %" PRIu64,
+                        (uint64_t)n, (uint64_t)(out ? size : 0));
     tm_status st = check_whole(w, err);
     if (st != TM_OK)
         return st;
