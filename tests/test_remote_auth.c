@@ -21,15 +21,12 @@ static char root[256], cert_path[256], key_path[256];
 static void suite_init(void)
 {
     clean_environment();
-    snprintf(root, sizeof root, "%s/root", test_dir());
-    cr_assert(mkdir(root, 0700) == 0 || errno == EEXIST, "mkdir %s", root);
     char *failed = server_make_cert(cert_path, key_path);
-    if (!failed)
-        failed = server_try_start(&srv, root, "secure", cert_path, key_path);
     if (failed) { /* Criterion runs no .fini after a failed .init: clean up here */
         test_cleanup();
         cr_assert_fail("%s", failed);
     }
+    server_suite_start(&srv, root, "secure", cert_path, key_path);
     setenv("CURL_CA_BUNDLE", cert_path, 1);
     setenv("HF_TOKEN", TOKEN, 1);
     /* small steps, so that the header walk and the tensor reads make requests of their own
@@ -37,11 +34,7 @@ static void suite_init(void)
     setenv("TM_HTTP_CHUNK", "4K", 1);
 }
 
-static void suite_fini(void)
-{
-    server_stop(&srv);
-    test_cleanup();
-}
+static void suite_fini(void) { server_suite_stop(&srv); }
 
 TestSuite(remote_auth, .init = suite_init, .fini = suite_fini, .timeout = 60);
 

@@ -24,25 +24,14 @@ static char root[256];
 
 static void suite_init(void)
 {
-    clean_environment();
-    snprintf(root, sizeof root, "%s/root", test_dir());
-    cr_assert(mkdir(root, 0700) == 0 || errno == EEXIST, "mkdir %s", root);
-    char *failed = server_try_start(&srv, root, "plain", NULL, NULL);
-    if (failed) { /* Criterion runs no .fini after a failed .init: clean up here */
-        test_cleanup();
-        cr_assert_fail("%s", failed);
-    }
+    server_suite_start(&srv, root, "plain", NULL, NULL);
     server_put_golden(root, "golden-a.gguf", "golden-a.gguf");
     char s[16];
     snprintf(s, sizeof s, "%d", DEADLINE_S);
     setenv("TM_HTTP_TIMEOUT", s, 1);
 }
 
-static void suite_fini(void)
-{
-    server_stop(&srv);
-    test_cleanup();
-}
+static void suite_fini(void) { server_suite_stop(&srv); }
 
 TestSuite(remote_deadline, .init = suite_init, .fini = suite_fini, .timeout = 60);
 

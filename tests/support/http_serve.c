@@ -103,6 +103,25 @@ char *server_try_start(server *s, const char *root, const char *name, const char
     }
 }
 
+void server_suite_start(server *s, char root[256], const char *name, const char *cert,
+                        const char *key)
+{
+    clean_environment();
+    snprintf(root, 256, "%s/root", test_dir());
+    cr_assert(mkdir(root, 0700) == 0 || errno == EEXIST, "mkdir %s", root);
+    char *failed = server_try_start(s, root, name, cert, key);
+    if (failed) { /* Criterion runs no .fini after a failed .init: clean up here */
+        test_cleanup();
+        cr_assert_fail("%s", failed);
+    }
+}
+
+void server_suite_stop(server *s)
+{
+    server_stop(s);
+    test_cleanup();
+}
+
 void server_stop(server *s)
 {
     if (s->pid <= 0)

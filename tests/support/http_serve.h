@@ -22,6 +22,13 @@ typedef struct server {
 char *server_try_start(server *s, const char *root, const char *name, const char *cert,
                        const char *key);
 void server_stop(server *s);
+/* A remote suite's .init and .fini: the environment cleaned (clean_environment), root made as
+ * TEST_DIR/root, the server started on it; on failure the test directory is removed
+ * (Criterion runs no .fini after a failed .init) and the suite fails with the reason. The fini
+ * stops the server and removes the test directory. */
+void server_suite_start(server *s, char root[256], const char *name, const char *cert,
+                        const char *key);
+void server_suite_stop(server *s);
 /* Where s's log ends once no request is in progress (a request a client gave up on may still
  * be writing): the requests of the next command start there. */
 size_t server_log_mark(const server *s);
