@@ -24,6 +24,7 @@ SCALAR_SRCS  := src/compute/dequant_scalar.c
 SCALAR_SRCS  += src/compute/dequant_scalar_iq.c
 SCALAR_SRCS  += src/compute/dequant_scalar_lut.c
 SCALAR_SRCS  += src/compute/matvec_scalar.c
+SCALAR_SRCS  += src/compute/matvec_scalar_q8.c
 AVX2_SRCS    := src/compute/x86/dequant_avx2.c
 AVX2_SRCS    += src/compute/x86/dequant_avx2_lut.c
 AVX2_SRCS    += src/compute/x86/dequant_avx2_iq.c
