@@ -5,9 +5,10 @@
  * ggml's integer scheme: a block's codes as 32 bytes (nibbles split, fifth bits spread with a
  * shuffle and a compare, table values by vpshufb), maddubs by x's codes (unsigned codes
  * directly, signed ones with the sign trick), madd by the group scales. Unlike matvec_avx2.c,
- * each block's integer sums are reduced to one int32 (exact) and enter the row's sum in double,
- * as matvec_scalar_q8.c does: the row's result is then W x-hat to float32 rounding even where
- * its terms cancel (golden q2_K rows sum to 15,000 times their y). Loads are unaligned and never
+ * no float sum runs across blocks: a 256-element block's integer sums are reduced to one int32
+ * (exact), a 32-element block's are scaled in eight float lanes (one rounding each), and either
+ * enters the row's sum in double, so the result is W x-hat to float32 rounding even where its
+ * terms cancel (golden q2_K rows sum to 15,000 times their y). Loads are unaligned and never
  * leave the row. */
 #include "../blocks.h"
 #include "../kernels.h"
@@ -70,29 +71,43 @@ static __m256i fifth_bits(const uint8_t *p)
     return _mm256_and_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(-1)), _mm256_set1_epi8(0x10));
 }
 
-/* sum of x's 32 codes */
-static int32_t x_sum(const int8_t *qs) { return hsum_i32(widen(mul_u(_mm256_set1_epi8(1), ld256(qs)))); }
-
 /* ---- 32-element blocks, x as q8_0 ---------------------------------------------------------- */
 
-/* d (codes . x) + m (sum of x), per block, in double */
+/* Per block, d dx (codes . x) + m dx (sum of x) as eight float lanes (one rounding each, as
+ * ggml's float multiply-add per block), added into two double vectors: no horizontal sum until
+ * the row ends, and no float sum across blocks. */
+static void add_lanes(__m256d acc[2], __m256 f)
+{
+    acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+    acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+}
+
+static float lanes_sum(const __m256d acc[2])
+{
+    const __m256d s = _mm256_add_pd(acc[0], acc[1]);
+    const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+    return (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+}
+
 #define DOT32(name, block, codes_of, mul, d_of, m_of)                                        \
     static float name(const void *w, const void *xq, size_t n_blocks)                        \
     {                                                                                         \
         const uint8_t *b = w;                                                                 \
         const tm__q8_0x *x = xq;                                                              \
-        double acc = 0.0;                                                                     \
+        __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };                        \
         for (size_t i = 0; i < n_blocks; i++, b += sizeof(block), x++) {                     \
-            const int32_t isum = hsum_i32(widen(mul(codes_of(b), ld256(x->qs))));             \
-            const double m = m_of(b);                                                         \
-            acc += (double)x->d * ((double)d_of(b) * isum + (m != 0.0 ? m * x_sum(x->qs) : 0.0)); \
+            const __m256i xv = ld256(x->qs);                                                  \
+            __m256 f = _mm256_mul_ps(_mm256_set1_ps(d_of(b) * x->d),                          \
+                                     _mm256_cvtepi32_ps(widen(mul(codes_of(b), xv))));        \
+            if (m_of) /* the offset against x's sum */                                        \
+                f = _mm256_fmadd_ps(_mm256_set1_ps(half(b + 2) * x->d),                       \
+                                    _mm256_cvtepi32_ps(widen(mul_u(_mm256_set1_epi8(1), xv))), f); \
+            add_lanes(acc, f);                                                                \
         }                                                                                     \
-        return (float)acc;                                                                    \
+        return lanes_sum(acc);                                                                \
     }
 
 static float d_half(const uint8_t *b) { return half(b); }
-static float m_half(const uint8_t *b) { return half(b + 2); }
-static float no_min(const uint8_t *b) { (void)b; return 0.0f; }
 
 static __m256i q4_1_codes(const uint8_t *b) { return nibbles(b + 4); }
 static __m256i q5_0_codes(const uint8_t *b)
@@ -110,29 +125,38 @@ static __m256i iq4_nl_codes(const uint8_t *b) { return looked_up(tm__kvalues_iq4
 static __m256i mxfp4_codes(const uint8_t *b) { return looked_up(tm__kvalues_fp4, b + 1); }
 static float e8m0(const uint8_t *b) { return tm__e8m0_half(b[0]); }
 
-DOT32(dot_q4_1_q8_avx2, tm__block_q4_1, q4_1_codes, mul_u, d_half, m_half)
-DOT32(dot_q5_0_q8_avx2, tm__block_q5_0, q5_0_codes, mul_s, d_half, no_min)
-DOT32(dot_q5_1_q8_avx2, tm__block_q5_1, q5_1_codes, mul_u, d_half, m_half)
-DOT32(dot_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_codes, mul_s, d_half, no_min)
-DOT32(dot_mxfp4_q8_avx2, tm__block_mxfp4, mxfp4_codes, mul_s, e8m0, no_min)
+DOT32(dot_q4_1_q8_avx2, tm__block_q4_1, q4_1_codes, mul_u, d_half, 1)
+DOT32(dot_q5_0_q8_avx2, tm__block_q5_0, q5_0_codes, mul_s, d_half, 0)
+DOT32(dot_q5_1_q8_avx2, tm__block_q5_1, q5_1_codes, mul_u, d_half, 1)
+DOT32(dot_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_codes, mul_s, d_half, 0)
+DOT32(dot_mxfp4_q8_avx2, tm__block_mxfp4, mxfp4_codes, mul_s, e8m0, 0)
 #undef DOT32
 
 /* ---- 256-element blocks, x as q8_K --------------------------------------------------------- */
 
-/* int16 s broadcast in the low 128-bit lane, t in the high one: the scales of two runs of 16 */
-static __m256i two_scales(int s, int t)
+/* The sixteen run scales (int8 bytes of sc) as int16, even runs in the low 128-bit lane, odd
+ * ones in the high: scale_k(v, k) is then run 2k's scale in the low lane, 2k + 1's in the high,
+ * the two halves of one 32-byte step below. */
+static __m256i runs_paired(__m128i sc)
 {
-    return _mm256_set_m128i(_mm_set1_epi16((short)t), _mm_set1_epi16((short)s));
+    const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, even_odd));
+}
+
+/* the int16 scale k (of 8, in each lane of s) in every lane */
+static __m256i scale_k(__m256i s, int k)
+{
+    return _mm256_shuffle_epi8(s, _mm256_set1_epi16((short)(0x0100 + 0x0202 * k)));
 }
 
 /* q2_K and q3_K walk 16 runs of 16: for half h and shift step s, the 32 bytes at qs (+32 h)
  * shifted by 2s give runs 8h + 2s (bytes 0..15) and 8h + 2s + 1 (16..31), against x's elements
  * 128 h + 32 s. With hm (q3_K), the mask bit 4h + s of each byte adds 4. Returns the int32
- * lanes of sum over runs of sc_r (codes . x). */
-static __m256i runs_dot(const uint8_t *qs, const uint8_t *hm, const int8_t *xqs,
-                        const int16_t sc[16])
+ * lanes of sum over runs of sc_r (codes . x); sc: the sixteen int8 run scales. */
+static __m256i runs_dot(const uint8_t *qs, const uint8_t *hm, const int8_t *xqs, __m128i sc)
 {
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    const __m256i paired = runs_paired(sc);
     __m256i isum = _mm256_setzero_si256();
     const __m256i h = hm ? ld256(hm) : _mm256_setzero_si256();
     for (int half_ = 0; half_ < 2; half_++) {
@@ -142,18 +166,17 @@ static __m256i runs_dot(const uint8_t *qs, const uint8_t *hm, const int8_t *xqs,
             if (hm) /* q3_K: the mask bit as 4, so u = q + 4h in 0..7 */
                 u = _mm256_or_si256(u, _mm256_slli_epi16(
                     _mm256_and_si256(_mm256_srli_epi16(h, 4 * half_ + s), one), 2));
-            const int r = 8 * half_ + 2 * s;
             const __m256i p = mul_u(u, ld256(xqs + 128 * half_ + 32 * s));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, two_scales(sc[r], sc[r + 1])));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, scale_k(paired, 4 * half_ + s)));
         }
     }
     return isum;
 }
 
-/* sum over the 16 runs of v_r * bsums_r */
-static int32_t with_bsums(const int16_t v[16], const int16_t *bsums)
+/* sum over the 16 runs of v_r * bsums_r, v the sixteen int8 bytes */
+static int32_t with_bsums(__m128i v, const int16_t *bsums)
 {
-    return hsum_i32(_mm256_madd_epi16(ld256(v), ld256(bsums)));
+    return hsum_i32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(v), ld256(bsums)));
 }
 
 /* q2_K: d sc q - dmin m: sum sc (q . x) against sum m bsums */
@@ -161,15 +184,12 @@ static float dot_q2_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
+    const __m128i m4 = _mm_set1_epi8(15);
     double acc = 0.0;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q2_K), x++) {
-        int16_t sc[16], mn[16];
-        for (int r = 0; r < 16; r++) {
-            sc[r] = (int16_t)(b[r] & 15);
-            mn[r] = (int16_t)(b[r] >> 4);
-        }
-        const int32_t isum = hsum_i32(runs_dot(b + 16, NULL, x->qs, sc));
-        const int32_t msum = with_bsums(mn, x->bsums);
+        const __m128i sm = ld128(b);
+        const int32_t isum = hsum_i32(runs_dot(b + 16, NULL, x->qs, _mm_and_si128(sm, m4)));
+        const int32_t msum = with_bsums(_mm_and_si128(_mm_srli_epi16(sm, 4), m4), x->bsums);
         acc += (double)x->d * ((double)half(b + 80) * isum - (double)half(b + 82) * msum);
     }
     return (float)acc;
@@ -185,20 +205,14 @@ static float dot_q3_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q3_K), x++) {
         uint32_t w4[4];
         tm__q3_K_scale_words(b + 96, w4);
-        int16_t sc[16];
-        for (int r = 0; r < 16; r++)
-            sc[r] = (int16_t)((int)(w4[r / 4] >> 8 * (r % 4) & 0xff) - 32);
+        const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)w4),
+                                        _mm_set1_epi8(32));
         const int32_t isum = hsum_i32(runs_dot(b + 32, b, x->qs, sc)) - 4 * with_bsums(sc, x->bsums);
         acc += (double)x->d * (double)half(b + 108) * isum;
     }
     return (float)acc;
 }
 
-/* the int16 scale k (of 8, in both lanes of s) in every lane */
-static __m256i scale_k(__m256i s, int k)
-{
-    return _mm256_shuffle_epi8(s, _mm256_set1_epi16((short)(0x0100 + 0x0202 * k)));
-}
 
 /* q5_K: as matvec_avx2.c's q4_K, with bit g of qh[l] adding 16 to element l of group g */
 static float dot_q5_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
