@@ -1,6 +1,8 @@
 /* AVX2 TM_MATVEC_Q8 kernels for the block types real files carry beside the four of
  * matvec_avx2.c: q4_1, q5_0, q5_1, iq4_nl, mxfp4 (x as q8_0) and q2_K, q3_K, q5_K, iq4_xs (x as
- * q8_K). Built with their own -m flags; only the table is exported.
+ * q8_K); and for nvfp4, q1_0, q2_0, tq1_0, tq2_0 and the grid i-quants but iq1_m, whose codes
+ * are unpacked by matvec_unpack.h as the scalar kernels' are, then dotted here. Built with their
+ * own -m flags; only the table is exported.
  *
  * ggml's integer scheme: a block's codes as 32 bytes (nibbles split, fifth bits spread with a
  * shuffle and a compare, table values by vpshufb), maddubs by x's codes (unsigned codes
@@ -12,6 +14,7 @@
  * leave the row. */
 #include "../blocks.h"
 #include "../kernels.h"
+#include "../matvec_unpack.h"
 #include "../quant_tables.h"
 
 #include <immintrin.h>
@@ -266,6 +269,66 @@ static float dot_iq4_xs_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     return (float)acc;
 }
 
+/* ---- the other block types: codes unpacked to the stack (matvec_unpack.h), dotted here ---- */
+
+/* Per block: the codes in a stack buffer (the unpacking, not the dot, is what these cost);
+ * per 32 elements one maddubs against x, the two groups of 16 in the low and high 128-bit
+ * lanes scaled by sc_g dx (and, with offsets, mn_g dx times x's 16-sums) in float lanes, the
+ * block's lanes into double. xk: x as q8_K (256-element blocks), else q8_0. */
+static inline float dot_unpacked(const uint8_t *w, const void *xq, size_t n_blocks, size_t bb,
+                                 size_t be, int offsets, tm__unpack_fn *unpack)
+{
+    int8_t q[256];
+    float sc[16], mn[16];
+    __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };
+    for (size_t i = 0; i < n_blocks; i++, w += bb) {
+        unpack(w, q, sc, mn);
+        __m256 f = _mm256_setzero_ps();
+        for (size_t p = 0; p < be / 32; p++) {
+            const size_t e = i * be + 32 * p;
+            const int8_t *xs;
+            float dx;
+            if (be == 256) {
+                const tm__q8_Kx *x = (const tm__q8_Kx *)xq + i;
+                xs = x->qs + 32 * p;
+                dx = x->d;
+            } else {
+                const tm__q8_0x *x = (const tm__q8_0x *)xq + e / 32;
+                xs = x->qs;
+                dx = x->d;
+            }
+            const __m256i xv = ld256(xs);
+            const __m256 s = _mm256_set_m128(_mm_set1_ps(sc[2 * p + 1] * dx), _mm_set1_ps(sc[2 * p] * dx));
+            f = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(widen(mul_s(ld256(q + 32 * p), xv))), f);
+            if (offsets) {
+                const __m256 m = _mm256_set_m128(_mm_set1_ps(mn[2 * p + 1] * dx), _mm_set1_ps(mn[2 * p] * dx));
+                f = _mm256_fmadd_ps(m, _mm256_cvtepi32_ps(widen(mul_u(_mm256_set1_epi8(1), xv))), f);
+            }
+        }
+        add_lanes(acc, f);
+    }
+    return lanes_sum(acc);
+}
+
+#define DOT_UNPACKED(type, block_elems, offsets)                                              \
+    static float dot_##type##_q8_avx2(const void *w, const void *xq, size_t n)              \
+    {                                                                                         \
+        return dot_unpacked(w, xq, n, sizeof(tm__block_##type), block_elems, offsets,         \
+                            unpack_##type);                                                   \
+    }
+DOT_UNPACKED(nvfp4, 64, 0)
+DOT_UNPACKED(q1_0, 128, 0)
+DOT_UNPACKED(q2_0, 64, 0)
+DOT_UNPACKED(tq1_0, 256, 0)
+DOT_UNPACKED(tq2_0, 256, 0)
+DOT_UNPACKED(iq2_xxs, 256, 0)
+DOT_UNPACKED(iq2_xs, 256, 0)
+DOT_UNPACKED(iq2_s, 256, 0)
+DOT_UNPACKED(iq3_xxs, 256, 0)
+DOT_UNPACKED(iq3_s, 256, 0)
+DOT_UNPACKED(iq1_s, 256, 1)
+#undef DOT_UNPACKED
+
 const tm__kernels tm__kernels_matvec_avx2_q8 = {
     .mv_q8 = {
         [TM_TYPE_Q4_1] = dot_q4_1_q8_avx2,
@@ -277,5 +340,16 @@ const tm__kernels tm__kernels_matvec_avx2_q8 = {
         [TM_TYPE_Q3_K] = dot_q3_K_q8_avx2,
         [TM_TYPE_Q5_K] = dot_q5_K_q8_avx2,
         [TM_TYPE_IQ4_XS] = dot_iq4_xs_q8_avx2,
+        [TM_TYPE_NVFP4] = dot_nvfp4_q8_avx2,
+        [TM_TYPE_Q1_0] = dot_q1_0_q8_avx2,
+        [TM_TYPE_Q2_0] = dot_q2_0_q8_avx2,
+        [TM_TYPE_TQ1_0] = dot_tq1_0_q8_avx2,
+        [TM_TYPE_TQ2_0] = dot_tq2_0_q8_avx2,
+        [TM_TYPE_IQ2_XXS] = dot_iq2_xxs_q8_avx2,
+        [TM_TYPE_IQ2_XS] = dot_iq2_xs_q8_avx2,
+        [TM_TYPE_IQ2_S] = dot_iq2_s_q8_avx2,
+        [TM_TYPE_IQ3_XXS] = dot_iq3_xxs_q8_avx2,
+        [TM_TYPE_IQ3_S] = dot_iq3_s_q8_avx2,
+        [TM_TYPE_IQ1_S] = dot_iq1_s_q8_avx2,
     },
 };
