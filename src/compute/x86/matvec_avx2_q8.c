@@ -132,7 +132,19 @@ DOT32(dot_q4_1_q8_avx2, tm__block_q4_1, q4_1_codes, mul_u, d_half, 1)
 DOT32(dot_q5_0_q8_avx2, tm__block_q5_0, q5_0_codes, mul_s, d_half, 0)
 DOT32(dot_q5_1_q8_avx2, tm__block_q5_1, q5_1_codes, mul_u, d_half, 1)
 DOT32(dot_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_codes, mul_s, d_half, 0)
-DOT32(dot_mxfp4_q8_avx2, tm__block_mxfp4, mxfp4_codes, mul_s, e8m0, 0)
+
+/* mxfp4: its E8M0 scales go down to 2^-127 (e = 1), and their float products with dx are then
+ * subnormal, a microcode assist per multiply (measured on the corpus rows: 0.22 of the read
+ * ceiling in float lanes, 0.54 this way): the block's exact integer sum is scaled in double. */
+static float dot_mxfp4_q8_avx2(const void *w, const void *xq, size_t n_blocks)
+{
+    const uint8_t *b = w;
+    const tm__q8_0x *x = xq;
+    double acc = 0.0;
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_mxfp4), x++)
+        acc += (double)e8m0(b) * (double)x->d * hsum_i32(widen(mul_s(mxfp4_codes(b), ld256(x->qs))));
+    return (float)acc;
+}
 #undef DOT32
 
 /* ---- 256-element blocks, x as q8_K --------------------------------------------------------- */
