@@ -39,7 +39,10 @@ static const struct {
 } types[] = {
     { TM_TYPE_Q4_K, 0.71, 0.50 }, { TM_TYPE_Q6_K, 0.77, 0.50 }, { TM_TYPE_Q8_0, 0.77, 0.75 },
     { TM_TYPE_F16, 0.87, 0.75 },  { TM_TYPE_Q4_0, 0, 0 },       { TM_TYPE_BF16, 0, 0 },
-    { TM_TYPE_Q5_K, 0, 0 },
+    { TM_TYPE_Q5_K, 0, 0 },       { TM_TYPE_Q3_K, 0, 0 },       { TM_TYPE_Q2_K, 0, 0 },
+    { TM_TYPE_IQ4_XS, 0, 0 },     { TM_TYPE_IQ4_NL, 0, 0 },     { TM_TYPE_MXFP4, 0, 0 },
+    { TM_TYPE_Q5_0, 0, 0 },       { TM_TYPE_Q5_1, 0, 0 },       { TM_TYPE_Q4_1, 0, 0 },
+    { TM_TYPE_IQ2_XXS, 0, 0 },    { TM_TYPE_IQ3_S, 0, 0 },      { TM_TYPE_TQ2_0, 0, 0 },
 };
 #define N_TYPES (sizeof types / sizeof types[0])
 static const char *const isas[] = { "scalar", "avx2", "avx512", "neon" };

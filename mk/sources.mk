@@ -24,10 +24,12 @@ SCALAR_SRCS  := src/compute/dequant_scalar.c
 SCALAR_SRCS  += src/compute/dequant_scalar_iq.c
 SCALAR_SRCS  += src/compute/dequant_scalar_lut.c
 SCALAR_SRCS  += src/compute/matvec_scalar.c
+SCALAR_SRCS  += src/compute/matvec_scalar_q8.c
 AVX2_SRCS    := src/compute/x86/dequant_avx2.c
 AVX2_SRCS    += src/compute/x86/dequant_avx2_lut.c
 AVX2_SRCS    += src/compute/x86/dequant_avx2_iq.c
 AVX2_SRCS    += src/compute/x86/matvec_avx2.c
+AVX2_SRCS    += src/compute/x86/matvec_avx2_q8.c
 AVX512_SRCS  := src/compute/x86/dequant_avx512.c
 AVX512_SRCS  += src/compute/x86/dequant_avx512_lut.c
 AVX512_SRCS  += src/compute/x86/dequant_avx512_iq.c
@@ -58,7 +60,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ_DIR)/%.o)
 # AVX-512 dequant file lost up to 25% on q2_K, q4_K and q6_K at -O3, so it keeps the build's.
 SCALAR_OPT  := -O3
 AVX2_OPT    := -O3
-SCALAR_O3_SRCS := src/compute/dequant_scalar.c src/compute/dequant_scalar_iq.c src/compute/dequant_scalar_lut.c
+SCALAR_O3_SRCS := src/compute/dequant_scalar.c src/compute/dequant_scalar_iq.c src/compute/dequant_scalar_lut.c src/compute/matvec_scalar_q8.c
 AVX2_O3_SRCS := src/compute/x86/dequant_avx2.c
 
 $(AVX2_SRCS:%.c=$(OBJ_DIR)/%.o):   ISA_FLAGS := $(AVX2_FLAGS)

@@ -18,12 +18,13 @@
 #include <string.h>
 #include <time.h>
 
-/* The types with an 8-bit kernel; every other decodable type computes TM_MATVEC_Q8 in float32
- * (docs/matvec.md). */
-static bool has_q8_kernel(tm_type t)
-{
-    return t == TM_TYPE_Q8_0 || t == TM_TYPE_Q4_0 || t == TM_TYPE_Q4_K || t == TM_TYPE_Q6_K;
-}
+/* The types with an 8-bit kernel: every block type; the plain and integer types (one element a
+ * block) compute TM_MATVEC_Q8 in float32 (docs/matvec.md). */
+static bool has_q8_kernel(tm_type t) { return tm_type_block_elems(t) > 1; }
+
+/* The block of x's 8-bit layout for a weight type: q8_K's 256 for 256-element blocks, q8_0's 32
+ * for the rest (docs/matvec.md). */
+static size_t x_block(tm_type t) { return tm_type_block_elems(t) % 256 == 0 ? 256 : 32; }
 
 static void use_isa(const char *isa)
 {
@@ -167,7 +168,7 @@ static void check_y(const char *what, tm_type type, unsigned mode, const float *
                       "%s row %zu: y = %.9g, W x = %.9g (error %.3g of max|y| %.6g, bound 1e-6)",
                       what, r, (double)y[r], ref[r], fabs((double)y[r] - ref[r]) / max, max);
     } else {
-        const size_t n = tm_type_block_elems(type);
+        const size_t n = x_block(type);
         double *half_step = malloc(cols * sizeof *half_step);
         cr_assert(half_step);
         float *xq = x_rounded(x, cols, n, half_step);
@@ -243,7 +244,8 @@ GOLDEN_TEST(avx512)
 GOLDEN_TEST(neon)
 #undef GOLDEN_TEST
 
-/* Types without an 8-bit kernel give TM_MATVEC_F32's result in TM_MATVEC_Q8, bit for bit. */
+/* The plain and integer types (no 8-bit kernel) give TM_MATVEC_F32's result in TM_MATVEC_Q8,
+ * bit for bit. */
 Test(matvec_api, q8_mode_without_a_kernel_is_the_f32_result)
 {
     golden g;
@@ -279,9 +281,19 @@ static void random_blocks(tm_type type, uint8_t *p, size_t n_blocks, uint64_t se
     for (size_t b = 0; b < n_blocks; b++) {
         uint8_t *blk = p + b * bb;
         switch (type) {
-        case TM_TYPE_Q8_0: case TM_TYPE_Q4_0: memcpy(blk, d, 2); break;
-        case TM_TYPE_Q4_K: memcpy(blk, d, 2); memcpy(blk + 2, d, 2); break;
+        case TM_TYPE_Q8_0: case TM_TYPE_Q4_0: case TM_TYPE_Q5_0: case TM_TYPE_IQ4_NL:
+        case TM_TYPE_IQ4_XS: case TM_TYPE_Q1_0: case TM_TYPE_Q2_0: case TM_TYPE_IQ2_XXS:
+        case TM_TYPE_IQ2_XS: case TM_TYPE_IQ2_S: case TM_TYPE_IQ3_XXS: case TM_TYPE_IQ3_S:
+        case TM_TYPE_IQ1_S: memcpy(blk, d, 2); break;
+        case TM_TYPE_Q4_K: case TM_TYPE_Q5_K: case TM_TYPE_Q4_1: case TM_TYPE_Q5_1:
+            memcpy(blk, d, 2); memcpy(blk + 2, d, 2); break;
         case TM_TYPE_Q6_K: memcpy(blk + 208, d, 2); break;
+        case TM_TYPE_Q2_K: memcpy(blk + 80, d, 2); memcpy(blk + 82, d, 2); break;
+        case TM_TYPE_Q3_K: memcpy(blk + 108, d, 2); break;
+        case TM_TYPE_TQ1_0: memcpy(blk + 52, d, 2); break;
+        case TM_TYPE_TQ2_0: memcpy(blk + 64, d, 2); break;
+        case TM_TYPE_MXFP4: blk[0] = (uint8_t)(120 + blk[0] % 16); break; /* 2^-8 .. 2^7 */
+        case TM_TYPE_IQ1_M: blk[55] = (uint8_t)((blk[55] & 0x0f) | 0x20); break; /* d's top */
         case TM_TYPE_F16: for (size_t k = 1; k < bb; k += 2) blk[k] &= 0xb7; break;
         case TM_TYPE_BF16: for (size_t k = 1; k < bb; k += 2) blk[k] &= 0xbf; break;
         case TM_TYPE_F32: blk[3] &= 0xbf; break;
@@ -320,8 +332,13 @@ static tm_tensor tensor_over(const char *name, tm_type type, const void *data, u
     return t;
 }
 
-static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q8_0,
-                                        TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K };
+static const tm_type random_types[] = {
+    TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K,
+    TM_TYPE_Q6_K, TM_TYPE_Q4_1, TM_TYPE_Q5_0, TM_TYPE_Q5_1, TM_TYPE_Q2_K, TM_TYPE_Q3_K,
+    TM_TYPE_Q5_K, TM_TYPE_IQ4_NL, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_NVFP4, TM_TYPE_TQ1_0,
+    TM_TYPE_TQ2_0, TM_TYPE_Q1_0, TM_TYPE_Q2_0, TM_TYPE_IQ2_XXS, TM_TYPE_IQ2_XS, TM_TYPE_IQ2_S,
+    TM_TYPE_IQ3_XXS, TM_TYPE_IQ3_S, TM_TYPE_IQ1_S, TM_TYPE_IQ1_M,
+};
 
 static void random_blocks_on(const char *isa)
 {
@@ -340,17 +357,30 @@ static void random_blocks_on(const char *isa)
         cr_assert(p);
         random_blocks(type, p, nb, seed * 31 + ti);
         float *wf = decoded(type, p, rows * cols), *x = make_x(cols, seed + ti);
-        float y[RANDOM_ROWS];
+        float y[RANDOM_ROWS], y_scalar[RANDOM_ROWS];
         tm_tensor t = tensor_over("random", type, p, cols, rows);
-        cr_assert_eq(tm_set_isa(isa, NULL), TM_OK); /* decoded() chose scalar */
+        tm_error err = {0};
+        /* decoded() chose scalar: its 8-bit result first, for the SIMD paths to agree with */
+        cr_assert_eq(tm_matvec(&t, x, y_scalar, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
+        cr_assert_eq(tm_set_isa(isa, NULL), TM_OK);
         for (unsigned mode = 0; mode < 2; mode++) {
-            tm_error err = {0};
             cr_assert_eq(tm_matvec(&t, x, y, mode, 1, &err), TM_OK, "%s", err.message);
             char what[128];
             snprintf(what, sizeof what, "random %s on %s, mode %u (seed %llu)",
                      tm_type_name(type), isa, mode, (unsigned long long)seed);
             check_y(what, type, mode, wf, x, y, rows, cols);
         }
+        /* the same x-hat, the same integer sums: a SIMD 8-bit kernel differs from the scalar
+         * one only by float rounding (the scalar one rounds d sc to float, matvec_avx2.c's
+         * four sum blocks in float) */
+        double ymax = 0;
+        for (size_t r = 0; r < rows; r++)
+            ymax = fmax(ymax, fabs((double)y_scalar[r]));
+        for (size_t r = 0; r < rows; r++)
+            cr_assert(fabs((double)y[r] - (double)y_scalar[r]) <= 1e-5 * ymax,
+                      "random %s on %s, 8 bits, row %zu: %.9g, scalar %.9g (seed %llu)",
+                      tm_type_name(type), isa, r, (double)y[r], (double)y_scalar[r],
+                      (unsigned long long)seed);
         free(p);
         free(wf);
         free(x);

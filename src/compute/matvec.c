@@ -5,8 +5,8 @@
  * avx512 -> avx2 -> scalar, neon -> scalar), else a row is computed here by decoding a few
  * blocks at a time into a stack buffer (tm_dequant_raw, bit-exact on every path) and taking their
  * dot with x in double. So a type that gains a decoder works in both modes with no change
- * here. In TM_MATVEC_Q8, a type with no 8-bit kernel on any path falls back to that float32
- * computation, so it is exact to float32 rather than to 8 bits.
+ * here. In TM_MATVEC_Q8, every block type has an 8-bit kernel (matvec_scalar*.c); the plain and
+ * integer types keep x in float32 (ggml pairs them with float x too) and run the F32 kernel.
  *
  * Determinism: every row is computed by one kernel call whose order of operations depends only
  * on the row, so splitting the rows over threads cannot change a bit of y. Nothing here is
@@ -57,9 +57,18 @@ static void quantize_block(const float *x, int n, float *d, int8_t *qs)
     }
 }
 
-static void quantize_x(const float *x, size_t n_blocks, uint32_t block_elems, void *out)
+/* The 8-bit layout of x for a weight of block_elems: q8_K (256 elements) for the K-quants,
+ * i-quants and ternary types, q8_0 (32) for the blocks made of 32s (nvfp4's 64, q1_0's 128),
+ * as ggml pairs them; 0 for the plain and integer types, which keep x in float32. */
+static uint32_t x_block_elems(uint32_t block_elems)
 {
-    if (block_elems == 32) {
+    return block_elems % 256 == 0 ? 256 : block_elems % 32 == 0 ? 32 : 0;
+}
+
+/* x (n_blocks x-blocks of xb elements) in its 8-bit layout at out */
+static void quantize_x(const float *x, size_t n_blocks, uint32_t xb, void *out)
+{
+    if (xb == 32) {
         tm__q8_0x *b = out;
         for (size_t i = 0; i < n_blocks; i++)
             quantize_block(x + 32 * i, 32, &b[i].d, b[i].qs);
@@ -129,20 +138,22 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
     p->x = x;
     p->y = y;
     p->r0 = r0;
-    if (mode == TM_MATVEC_Q8 && (be == 32 || be == 256) && r1 > r0)
+    const uint32_t xb = x_block_elems(be);
+    if (mode == TM_MATVEC_Q8 && xb && r1 > r0)
         p->q8 = k->mv_q8[slot];
     if (tm__tensor_is_remote(t)) {
         p->q8 = NULL; /* the checks are done; remote_rows plans each fetched piece */
         return TM_OK;
     }
     if (p->q8) {
-        const size_t bytes = p->n_blocks * (be == 32 ? sizeof(tm__q8_0x) : sizeof(tm__q8_Kx));
+        const size_t nx = p->n_blocks * (be / xb);
+        const size_t bytes = nx * (xb == 32 ? sizeof(tm__q8_0x) : sizeof(tm__q8_Kx));
         p->xq = malloc(bytes ? bytes : 1);
         if (!p->xq)
             return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
                             "%s: %s: no memory for x quantized to 8 bits (%zu bytes)", fn,
                             tm__tensor_label(t, what, sizeof what), bytes);
-        quantize_x(x, p->n_blocks, be, p->xq);
+        quantize_x(x, nx, xb, p->xq);
     }
     return TM_OK;
 }
