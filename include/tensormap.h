@@ -92,7 +92,7 @@ typedef enum tm_status {
 #define TM_ERROR_MESSAGE_MAX 512
 #define TM_NO_OFFSET UINT64_MAX
 
-/* Filled by a failing call when the caller passes one; left as it was by a call that succeeds. */
+/* Filled by a failing call when the caller passes one (err may always be NULL). */
 typedef struct tm_error {
     tm_status code;
     uint64_t offset;                      /* byte offset in the file, or TM_NO_OFFSET */
@@ -208,10 +208,11 @@ TM_API uint32_t tm_vtype_size(tm_vtype type);
 /* =============================================================================================
  * PART 2  Reading: opening a file, its layout and shards, its tensors, its metadata
  *
- * The getters of this part (all but the openers) take NULL for the file (or tensor, or entry) and then return nothing: 0,
- * NULL, false, or TM_NOT_FOUND where they return a status, so that a lookup chains into a
- * getter, tm_kv_get_uint(tm_arch_key(f, "block_count"), &n), without a test in between. They
- * allocate nothing (tm_arch_key excepted, as it says) and fill no tm_error.
+ * The getters of this part (all but the openers) take NULL for the file, tensor or entry and
+ * then return nothing: 0, NULL, false, or TM_NOT_FOUND where they return a status, so that a
+ * lookup chains into a getter, tm_kv_get_uint(tm_arch_key(f, "block_count"), &n), without a
+ * test in between. They allocate nothing (tm_arch_key excepted, as it says) and fill no
+ * tm_error.
  * =========================================================================================== */
 
 typedef struct tm_file tm_file;
@@ -284,10 +285,11 @@ enum tm_open_flags {
  *   TM_DUPLICATE    a key or tensor name twice (both indices named; for a set, both files)
  *   TM_LAYOUT       tensor data misaligned, overlapping or outside the file
  *   TM_UNSUPPORTED  nested arrays; a tensor type that is unknown, removed from ggml, or not
- *                   one GGUF holds (the safetensors-only ids); a safetensors dtype this library does not know; an index read from standard
- *                   input (no directory to find its shards in); a URL given to a library built
- *                   without libcurl
- * and for a URL, the remote errors of PART 3. The checks per format: docs/library.md. */
+ *                   one GGUF holds (the safetensors-only ids); a safetensors dtype this
+ *                   library does not know; an index read from standard input (no directory to
+ *                   find its shards in); a URL given to a library built without libcurl
+ * and for a URL, the remote errors of PART 3. The checks: docs/library.md (GGUF) and
+ * docs/safetensors.md. */
 TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err);
 
 /* Walk a GGUF or safetensors image already in memory. The buffer is not copied: it must stay
@@ -523,8 +525,8 @@ TM_API tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t l
  * path that is unknown or that this machine cannot run: every decode and matvec then fails with
  * TM_ISA saying why, until tm_set_isa chooses one. A static string, never NULL. */
 TM_API const char *tm_isa(void);
-/* Force a path by name, for the whole process: later calls on every thread use it (a call
- * already running finishes on the path it started with). Returns TM_OK, or TM_INVALID_ARG
+/* Force a path by name, for the whole process: the calls that follow, on every thread, use
+ * it. Returns TM_OK, or TM_INVALID_ARG
  * (name NULL), TM_ISA (the name is unknown, not built into this library for this architecture,
  * or the CPU/OS lacks it; the path in use is then unchanged). */
 TM_API tm_status tm_set_isa(const char *name, tm_error *err);
