@@ -5,11 +5,45 @@
 
 #include <string.h>
 
+/* What each command takes, from its usage lines: one line per distinct argument list, naming
+ * the commands that take it. */
+static void print_arguments(FILE *out)
+{
+    enum { MAX_USES = 64 };
+    struct {
+        char args[128];
+        const char *name;
+    } use[MAX_USES]; /* every usage line's arguments, in command order */
+    size_t n = 0, width = 0;
+    char line[512];
+    for (const cli_command *const *c = cli_commands; *c; c++)
+        for (size_t k = 0; n < MAX_USES && cli_usage_line(*c, k, line, sizeof line); k++) {
+            cli_usage_args(line, use[n].args, sizeof use[n].args);
+            use[n].name = (*c)->name;
+            width = strlen(use[n].args) > width ? strlen(use[n].args) : width;
+            n++;
+        }
+    fprintf(out, "\nwhat each command takes (tensormap help COMMAND for its options):\n");
+    for (size_t i = 0; i < n; i++) {
+        bool listed = false; /* on an earlier line already */
+        for (size_t j = 0; j < i && !listed; j++)
+            listed = strcmp(use[j].args, use[i].args) == 0;
+        if (listed)
+            continue;
+        fprintf(out, "  %-*s  %s", (int)width, use[i].args, use[i].name);
+        for (size_t j = i + 1; j < n; j++)
+            if (strcmp(use[j].args, use[i].args) == 0 && use[j].name != use[j - 1].name)
+                fprintf(out, ", %s", use[j].name);
+        fputc('\n', out);
+    }
+}
+
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tensormap [options] COMMAND [command options] FILE ...\n\ncommands:\n");
+    fprintf(out, "usage: tensormap [options] COMMAND [command options] ARGUMENTS\n\ncommands:\n");
     for (const cli_command *const *c = cli_commands; *c; c++)
         fprintf(out, "  %-10s %s\n", (*c)->name, (*c)->summary);
+    print_arguments(out);
     fprintf(out, "\noptions (--no-mmap, --all-shards and --one-shard also after the command):\n");
     for (const cli_global_option *o = cli_global_options; o->name; o++) {
         char names[32];
@@ -17,12 +51,8 @@ static void usage(FILE *out)
                  o->short_name ? ", " : "", o->name);
         fprintf(out, "  %-14s %s\n", names, o->help);
     }
-    fprintf(out, "\nFILE is a path, - for standard input, or ollama:NAME[:TAG]. A safetensors\n"
-                 "checkpoint in shards opens through its model.safetensors.index.json, or through\n"
-                 "any one shard with --all-shards. A split GGUF set (NAME-00001-of-00003.gguf ...)\n"
-                 "opens as one model through its first shard, or any shard with --all-shards;\n"
-                 "--one-shard opens a shard alone.\n"
-                 "`tensormap help COMMAND` or `tensormap COMMAND --help` for a command's options.\n");
+    fprintf(out, "\n%s`tensormap help COMMAND` or `tensormap COMMAND --help` for a command's "
+                 "options.\n", cli_inputs_help());
 }
 
 /* "no command 'inof' (did you mean info?)" */

@@ -3,6 +3,7 @@
     import tensormap
     with tensormap.open("model.gguf") as f:
         w = f.get_tensor("blk.0.attn_q.weight")    # float32, PyTorch shape, decoded in C
+        ids = f.get_tensor("position_ids")         # an integer tensor comes back as itself
 
 A thin ctypes layer over the C library (include/tensormap.h) and numpy: the file is mapped once,
 get_raw() returns a read-only view of a tensor's bytes in the mapping, get_tensor() decodes
@@ -35,6 +36,11 @@ for _id in range(64):
     _name = _c.tm_vtype_name(_id)
     if _name is not None:
         _VTYPE_NAMES[_id] = _name.decode()
+# Element types that keep their own dtype in get_tensor and get_rows, by the library's names:
+# float32 would round f64 and the wider integers (I64 2^53 + 1, F64 1e300), so these are read
+# from the tensor's bytes, exactly; every other type decodes to float32, which holds its values.
+_OWN_DTYPES = {"f64": "<f8", "i8": "|i1", "i16": "<i2", "i32": "<i4", "i64": "<i8",
+               "U8": "|u1", "U16": "<u2", "U32": "<u4", "U64": "<u8", "BOOL": "|b1"}
 # Element type names (tm_type_name) -> ids; GGUF ids are below 64, safetensors-only ones from
 # 1024.
 _TYPE_IDS = {}
@@ -274,45 +280,75 @@ class File:
         n = t.contents.n_bytes
         if n == 0 or not t.contents.data:
             out = np.empty(n, np.uint8)
-            err = _lib.Error()
-            if n and _c.tm_tensor_fetch(t, 0, n, out.ctypes.data, ctypes.byref(err)) != 0:
-                raise _from_c(FileError if _c.tm_status_name(err.code) in (b"IO", b"NOT_FOUND")
-                              else InvalidError, err, str(self.path))
+            if n:
+                self._fetch(t, 0, out)
             out.flags.writeable = False
             return out
         return np.asarray(_MappedBytes(h, t.contents.data, n))
 
+    @staticmethod
+    def _dtype(t):
+        """The dtype the tensor's values come out in: its own for f64, the integers and bool,
+        float32 (decoded) for every other type."""
+        type_name = _c.tm_type_name(t.contents.type)
+        own = _OWN_DTYPES.get(type_name.decode()) if type_name else None
+        return np.dtype(own) if own else np.dtype(np.float32)
+
+    def _fetch(self, t, offset, raw):
+        """Bytes [offset, offset + raw.size) of the tensor's data into the uint8 array raw: from
+        the mapping, or by HTTP for a URL (tm_tensor_fetch)."""
+        err = _lib.Error()
+        if _c.tm_tensor_fetch(t, offset, raw.size, raw.ctypes.data, ctypes.byref(err)) != 0:
+            raise _from_c(FileError if _c.tm_status_name(err.code) in (b"IO", b"NOT_FOUND")
+                          else InvalidError, err, str(self.path))
+
+    def _own_values(self, t, first, out):
+        """Values [first, first + out.size) of a tensor of its own dtype, copied from its bytes
+        into out; a bool's byte is true when it is not 0."""
+        raw = out.reshape(-1).view(np.uint8)
+        self._fetch(t, first * out.dtype.itemsize, raw)
+        if out.dtype == np.bool_:
+            np.not_equal(raw, 0, out=raw)
+
     def get_tensor(self, name, out=None):
-        """The whole tensor decoded to float32, in PyTorch shape, by the library's threaded
-        kernels (tm_dequant_tensor on every online CPU) straight into the returned array.
-        out: a C-contiguous, writeable float32 array of as many elements to decode into (and
+        """The whole tensor in PyTorch shape: decoded to float32 by the library's threaded
+        kernels (tm_dequant_tensor on every online CPU) straight into the returned array, or,
+        for f64, integer and bool tensors, their own values exactly in their own dtype (int64,
+        float64, uint8, bool, ...), which float32 would round.
+        out: a C-contiguous, writeable array of that dtype and as many elements to fill (and
         return) instead of a new one; reusing one saves the kernel's zeroing of fresh pages."""
         h, t = self._tensor(name)
+        dtype = self._dtype(t)
         if out is None:
-            out = np.empty(_shape(t), np.float32)
-        elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and
+            out = np.empty(_shape(t), dtype)
+        elif not (isinstance(out, np.ndarray) and out.dtype == dtype and
                   out.flags.c_contiguous and out.flags.writeable and
                   out.size == t.contents.n_elements):
             raise _error(InvalidError, "INVALID_ARG",
-                         f"tensor {name!r}: out must be a C-contiguous, writeable float32 array "
+                         f"tensor {name!r}: out must be a C-contiguous, writeable {dtype} array "
                          f"of {t.contents.n_elements} elements", path=str(self.path))
-        if out.size:
+        if out.size and dtype != np.float32:
+            self._own_values(t, 0, out)
+        elif out.size:
             err = _lib.Error()
             if _c.tm_dequant_tensor(t, out.ctypes.data, 0, ctypes.byref(err)) != 0:
                 raise _from_c(InvalidError, err, str(self.path))
         return out
 
     def get_rows(self, name, r0, r1):
-        """Rows [r0, r1) as a float32 array of shape (r1 - r0, row length), where a row is the
-        last PyTorch dimension (ne[0] in GGUF's terms) and rows run over all the others."""
+        """Rows [r0, r1) as an array of shape (r1 - r0, row length), where a row is the last
+        PyTorch dimension (ne[0] in GGUF's terms) and rows run over all the others: float32, or
+        the tensor's own dtype as get_tensor gives it."""
         h, t = self._tensor(name)
         rows = _c.tm_tensor_rows(t)
         if not (0 <= r0 <= r1 <= rows):
             raise _error(InvalidError, "INVALID_ARG",
                          f"tensor {name!r}: rows [{r0}, {r1}) are not within its {rows} rows",
                          path=str(self.path))
-        out = np.empty((r1 - r0, t.contents.ne[0]), np.float32)
-        if out.size:
+        out = np.empty((r1 - r0, t.contents.ne[0]), self._dtype(t))
+        if out.size and out.dtype != np.float32:
+            self._own_values(t, r0 * t.contents.ne[0], out)
+        elif out.size:
             err = _lib.Error()
             if _c.tm_dequant_rows(t, r0, r1, out.ctypes.data, ctypes.byref(err)) != 0:
                 raise _from_c(InvalidError, err, str(self.path))

@@ -92,6 +92,18 @@ const tm_tensor *cli_find_tensor(const tm_file *f, const char *file, const char 
 /* Parse a whole decimal number; false on anything else or overflow. */
 bool cli_parse_u64(const char *s, uint64_t *out);
 
+/* ---- tools/cli/size.c: sizes on the command line ------------------------------------------- */
+
+/* A size in bytes, the one reading of every command: digits with an optional fraction, then
+ * optionally a unit in any case: KB, MB, GB, TB or K, M, G, T (powers of 1000, as Hugging
+ * Face's max_shard_size and gguf-split count), KiB, MiB, GiB, TiB (powers of 1024); none is
+ * bytes. Truncated to whole bytes. False for anything else, 0, or more than 64 bits hold. */
+bool cli_parse_size(const char *s, uint64_t *out);
+/* What cli_parse_size takes, for a refusal's message. */
+#define CLI_SIZE_FORMS                                                                          \
+    "a size above 0: bytes, or a number with KB, MB, GB, TB (or K, M, G, T: powers of 1000) "   \
+    "or KiB, MiB, GiB, TiB (powers of 1024), such as 5GB, 1.5GiB or 500M"
+
 /* ---- tools/cli/tensor.c: shapes, block names, offset order, decoding in chunks ----------- */
 
 /* "896 x 151936": ne[0] first, as GGUF stores it. */
@@ -311,6 +323,16 @@ bool cli_llama_head_counts(const tm_file *gguf, uint64_t *n_head, uint64_t *n_he
 /* The man page in roff, built from the command table's help texts (the one source of truth);
  * `tensormap --man` prints it. */
 void cli_man(FILE *out);
+/* Usage line k of cmd's help (from 0), its continuation lines joined, from the command's name
+ * on ("dump [--format raw|npy|lz4] [--rows A:B] FILE TENSOR -o OUT"); returns its length, 0
+ * when there is no line k. */
+size_t cli_usage_line(const cli_command *cmd, size_t k, char *buf, size_t cap);
+/* What a usage line takes: its words after the name, option groups ("[--json]",
+ * "[--set KEY=VALUE]...") left out ("FILE [TENSOR ...]", "A B", "FILE TENSOR -o OUT"). */
+void cli_usage_args(const char *usage, char *buf, size_t cap);
+/* What FILE may be (paths, -, ollama:, URLs and hf: when this build reads them, shards), for
+ * --help and the man page. */
+const char *cli_inputs_help(void);
 
 /* ---- tools/cli/commands.c: the command table --------------------------------------------- */
 

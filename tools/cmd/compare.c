@@ -4,6 +4,8 @@
  * families, and for llama the row permutation llama.cpp's converter applies to the query and
  * key projections is undone. Decoding goes in bounded chunks, never a whole big tensor. */
 #include "../cli/cli.h"
+#include "../cli/dtype.h"
+#include "../cli/shard_alone.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -28,10 +30,14 @@ static const char help[] =
     "difference is in each file's own indices, and when either side is quantized the RMSE and\n"
     "the largest error as a share of A's range. Two tensors of a type float32 cannot hold\n"
     "exactly (f64, 32- and 64-bit integers) or cannot decode at all compare as bytes. Tensors on\n"
-    "one side only are listed. Exit status 0 only when every pair matched within the tolerance\n"
-    "and every safetensors tensor (every tensor, when both files are of one format) was\n"
-    "accounted for; a tensor only in the GGUF (a generated rope_freqs.weight) or one the\n"
-    "converter drops (rotary_emb.inv_freq) is listed but does not fail.\n"
+    "one side only are listed. The result is match (exit status 0) only when every pair matched\n"
+    "within the tolerance and every tensor of both files has its partner, but for the ones a\n"
+    "conversion accounts for: a rope_freqs.weight only in the GGUF (the converter computes it)\n"
+    "and a rotary_emb.inv_freq only in the safetensors (the converter drops it) are listed and\n"
+    "do not count. MISMATCH when a pair differs (in values, shape, or could not be compared);\n"
+    "INCOMPLETE when every pair matched but tensors are left without a partner (one shard of\n"
+    "a checkpoint against the whole model, say, which is also said when a file is one shard\n"
+    "opened alone). Both exit with status 1.\n"
     "\n"
     "  --tolerance X  largest absolute difference that still matches (default 0: exact; NaN\n"
     "                 matches NaN)\n"
@@ -231,50 +237,26 @@ static bool bufs_reserve(bufs *bf, uint64_t n, size_t elem_size)
     return true;
 }
 
-/* Elements [e0, e0 + len) of t, each exactly, as long double: a type float32 cannot hold is
- * read from its bytes (little-endian, as both formats store it), any other decoded to float
- * (exact for those) and widened. */
+/* Elements [e0, e0 + len) of t, each exactly, as long double: a type of its own dtype
+ * (tools/cli/dtype.h: integers, bool, f64) read from its bytes, where they lie or fetched into
+ * scratch (len values' bytes), any other decoded to float into scratch (exact for those) and
+ * widened. */
 static bool wide_values(const tm_tensor *t, uint64_t e0, uint64_t len, long double *out,
-                        float *scratch, tm_error *err)
+                        void *scratch, tm_error *err)
 {
-    const uint8_t *p = NULL;
-    uint8_t *fetched = NULL;
-    if (wider_than_f32(t->type)) {
-        const uint64_t size = tm_type_block_bytes(t->type);
-        if (!t->data && !(fetched = malloc((size_t)(len * size)))) {
-            snprintf(err->message, sizeof err->message, "out of memory");
-            return false;
-        }
-        p = cli_tensor_bytes(t, e0 * size, len * size, fetched, err);
-        if (!p) {
-            free(fetched);
-            return false;
-        }
+    const cli_dtype *d = cli_dtype_of(t->type);
+    if (d->own) {
+        const uint8_t *p = cli_tensor_bytes(t, e0 * d->size, len * d->size, scratch, err);
+        for (uint64_t k = 0; p && k < len; k++)
+            out[k] = cli_dtype_value(d, p + k * d->size);
+        return p != NULL;
     }
-    bool ok = true;
-    switch (t->type) {
-#define READ_AS(TYPE, CTYPE)                                                                     \
-    case TYPE:                                                                                   \
-        for (uint64_t k = 0; k < len; k++) {                                                     \
-            CTYPE v;                                                                             \
-            memcpy(&v, p + k * sizeof v, sizeof v);                                              \
-            out[k] = (long double)v;                                                             \
-        }                                                                                        \
-        break;
-        READ_AS(TM_TYPE_F64, double)
-        READ_AS(TM_TYPE_I32, int32_t)
-        READ_AS(TM_TYPE_I64, int64_t)
-        READ_AS(TM_TYPE_U32, uint32_t)
-        READ_AS(TM_TYPE_U64, uint64_t)
-#undef READ_AS
-    default:
-        ok = tm_dequant_elements(t, e0, len, scratch, err) == TM_OK;
-        for (uint64_t k = 0; ok && k < len; k++)
-            out[k] = scratch[k];
-        break;
-    }
-    free(fetched);
-    return ok;
+    float *f = scratch;
+    if (tm_dequant_elements(t, e0, len, f, err) != TM_OK)
+        return false;
+    for (uint64_t k = 0; k < len; k++)
+        out[k] = f[k];
+    return true;
 }
 
 static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
@@ -524,31 +506,45 @@ static const char *format_name(const tm_file *f)
     return tm_file_layout(f)->format == TM_FORMAT_GGUF ? "GGUF" : "safetensors";
 }
 
-/* Hugging Face tensors llama.cpp's converter leaves out on purpose (it computes them). */
-static bool dropped_by_converter(tm_str name)
+static bool name_ends(tm_str name, const char *suffix)
 {
-    static const char suffix[] = ".rotary_emb.inv_freq";
-    const uint64_t n = sizeof suffix - 1;
+    const uint64_t n = strlen(suffix);
     return name.len >= n && memcmp(name.ptr + name.len - n, suffix, (size_t)n) == 0;
 }
 
+/* Hugging Face tensors llama.cpp's converter leaves out on purpose (it computes them). */
+static bool dropped_by_converter(tm_str name) { return name_ends(name, ".rotary_emb.inv_freq"); }
+
+/* GGUF tensors the converter writes without a source tensor (from the rope scaling). */
+static bool generated_by_converter(tm_str name)
+{
+    return name.len == 17 && memcmp(name.ptr, "rope_freqs.weight", 17) == 0;
+}
+
+/* Which side of a conversion f is: the one the converter drops tensors from (safetensors), the
+ * one it adds tensors to (GGUF), or neither (both files of one format). */
+enum side { SIDE_SAME, SIDE_SOURCE, SIDE_CONVERTED };
+
 /* The one-sided tensors of f (used[i] false), printed or added to arr; their count, not
- * counting those the converter drops (when drops: the safetensors side of a conversion). */
-static uint64_t one_sided(const tm_file *f, const bool *used, bool drops, const char *label,
-                          json_t *arr)
+ * counting those the converter drops. *unpaired grows by those the conversion does not account
+ * for (neither dropped nor generated). */
+static uint64_t one_sided(const tm_file *f, const bool *used, enum side side, const char *label,
+                          json_t *arr, uint64_t *unpaired)
 {
     uint64_t n = 0;
     for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
         if (used[i])
             continue;
         const tm_tensor *t = tm_tensor_at(f, i);
-        bool dropped = drops && dropped_by_converter(t->name);
+        bool dropped = side == SIDE_SOURCE && dropped_by_converter(t->name);
+        bool generated = side == SIDE_CONVERTED && generated_by_converter(t->name);
         n += !dropped;
+        *unpaired += !dropped && !generated;
         if (arr) {
-            json_array_append_new(arr, json_pack("{s:o, s:s, s:o, s:b}", "name",
+            json_array_append_new(arr, json_pack("{s:o, s:s, s:o, s:b, s:b}", "name",
                                                  cli_json_str(t->name), "type", type_str(t->type),
                                                  "ne", cli_json_ne(t), "dropped_by_converter",
-                                                 dropped));
+                                                 dropped, "generated_by_converter", generated));
             continue;
         }
         char shape[96];
@@ -556,7 +552,9 @@ static uint64_t one_sided(const tm_file *f, const bool *used, bool drops, const 
         printf("only in %s: ", label);
         cli_print_str(stdout, t->name, 200);
         printf("  [%s, %s]%s\n", type_str(t->type), shape,
-               dropped ? " (the converter drops it: computed at load time)" : "");
+               dropped     ? " (the converter drops it: computed at load time)"
+               : generated ? " (the converter computes it: no source tensor)"
+                           : "");
     }
     return n;
 }
@@ -567,14 +565,28 @@ static uint64_t one_sided(const tm_file *f, const bool *used, bool drops, const 
 typedef struct totals {
     uint64_t count[5];        /* pairs by status */
     uint64_t n_permuted, n_a, n_b, only_a, only_b;
-    bool ok;
+    uint64_t unpaired;        /* one-sided tensors the conversion does not account for */
+    bool alone_a, alone_b;    /* A, B is one shard opened alone */
+    cli_shard_alone shard_a, shard_b;
 } totals;
+
+/* The verdict: match only when every pair matched and nothing is left without a partner. */
+enum verdict { V_MATCH, V_MISMATCH, V_INCOMPLETE };
+static const char *const verdict_names[] = {"match", "mismatch", "incomplete"};
+
+static enum verdict verdict_of(const totals *t)
+{
+    if (t->count[ST_DIFFERS] + t->count[ST_SHAPE] + t->count[ST_ERROR])
+        return V_MISMATCH;
+    return t->unpaired ? V_INCOMPLETE : V_MATCH;
+}
 
 static json_t *summary_json(const tm_file *fa, const tm_file *fb, const plan *pl,
                             const totals *t, double tol)
 {
-    return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, "
-                     "s:I, s:f, s:b}",
+    const enum verdict v = verdict_of(t);
+    return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
+                     "s:o, s:o, s:I, s:I, s:f, s:s, s:b}",
                      "format_a", format_name(fa), "format_b", format_name(fb), "names_mapped",
                      pl->cross, "tensors_a", cli_json_u64(t->n_a), "tensors_b",
                      cli_json_u64(t->n_b), "pairs", cli_json_u64(pl->n_pairs), "exact",
@@ -583,9 +595,12 @@ static json_t *summary_json(const tm_file *fa, const tm_file *fb, const plan *pl
                      cli_json_u64(t->count[ST_DIFFERS]), "shape_mismatch",
                      cli_json_u64(t->count[ST_SHAPE]), "errors", cli_json_u64(t->count[ST_ERROR]),
                      "only_a", cli_json_u64(t->only_a), "only_b", cli_json_u64(t->only_b),
+                     "unpaired", cli_json_u64(t->unpaired), "shard_alone_a",
+                     t->alone_a ? cli_shard_alone_json(&t->shard_a) : json_null(),
+                     "shard_alone_b", t->alone_b ? cli_shard_alone_json(&t->shard_b) : json_null(),
                      "rows_unpermuted", cli_json_u64(t->n_permuted), "n_head",
                      (json_int_t)pl->n_head, "n_head_kv", (json_int_t)pl->n_head_kv, "tolerance",
-                     tol, "match", t->ok);
+                     tol, "result", verdict_names[v], "match", v == V_MATCH);
 }
 
 /* The audit's table, as the blog draws it. */
@@ -607,10 +622,26 @@ static void print_summary(const plan *pl, const totals *t, double tol)
     if (c[ST_DIFFERS] + c[ST_SHAPE] + c[ST_ERROR])
         printf("  %-36s %" PRIu64 " differ, %" PRIu64 " in shape, %" PRIu64 " not compared\n",
                "mismatches", c[ST_DIFFERS], c[ST_SHAPE], c[ST_ERROR]);
-    printf("  %-36s %s\n", "result", t->ok ? "match" : "MISMATCH");
+    if (t->unpaired)
+        printf("  %-36s %" PRIu64 " without a partner, never compared\n", "unpaired tensors",
+               t->unpaired);
+    static const char *const words[] = {"match", "MISMATCH", "INCOMPLETE"};
+    printf("  %-36s %s\n", "result", words[verdict_of(t)]);
 }
 
-/* The llama head counts from the GGUF side; false (with a message) when they are missing. */
+/* "A: PATH (FORMAT, N tensors)", and under it, for one shard opened alone, that it is one. */
+static void print_side(const char *label, const char *arg, const tm_file *f,
+                       const cli_shard_alone *alone)
+{
+    const uint64_t n = tm_n_tensors(f);
+    printf("%s: %s (%s, %" PRIu64 " tensor%s)\n", label, arg, format_name(f), n, CLI_S(n));
+    if (alone) {
+        fputs("   ", stdout);
+        cli_shard_alone_print(stdout, alone);
+        putchar('\n');
+    }
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -661,6 +692,9 @@ static int run(int argc, char **argv)
             goto out;
     }
     uint64_t na = tm_n_tensors(fa), nb = tm_n_tensors(fb);
+    totals t = {.n_a = na, .n_b = nb};
+    t.alone_a = cli_shard_alone_of(fa, argv[optind], &t.shard_a);
+    t.alone_b = cli_shard_alone_of(fb, argv[optind + 1], &t.shard_b);
     pl.pairs = calloc(na + nb + 1, sizeof *pl.pairs);
     pl.used_a = calloc(na + 1, 1);
     pl.used_b = calloc(nb + 1, 1);
@@ -678,9 +712,8 @@ static int run(int argc, char **argv)
         jpairs = json_array();
         json_object_set_new(root, "pairs", jpairs);
     } else {
-        printf("A: %s (%s, %" PRIu64 " tensor%s)\nB: %s (%s, %" PRIu64 " tensor%s)\n",
-               argv[optind], format_name(fa), na, CLI_S(na), argv[optind + 1], format_name(fb), nb,
-               CLI_S(nb));
+        print_side("A", argv[optind], fa, t.alone_a ? &t.shard_a : NULL);
+        print_side("B", argv[optind + 1], fb, t.alone_b ? &t.shard_b : NULL);
         if (pl.cross) {
             printf("names: Hugging Face to llama.cpp");
             if (pl.permute)
@@ -691,7 +724,6 @@ static int run(int argc, char **argv)
         printf("\n");
     }
 
-    totals t = {.n_a = na, .n_b = nb};
     cli_progress pr;
     cli_progress_start(&pr, "compare", "pairs", pl.n_pairs);
     for (size_t i = 0; i < pl.n_pairs; i++) {
@@ -709,11 +741,10 @@ static int run(int argc, char **argv)
     json_t *only_a = json ? json_array() : NULL, *only_b = json ? json_array() : NULL;
     if (!json)
         printf("\n");
-    t.only_a = one_sided(fa, pl.used_a, pl.cross && pl.a_is_st, "A", only_a);
-    t.only_b = one_sided(fb, pl.used_b, pl.cross && !pl.a_is_st, "B", only_b);
-    /* The source side must be accounted for: safetensors in a conversion, both otherwise. */
-    bool missing = pl.cross ? (pl.a_is_st ? t.only_a : t.only_b) != 0 : t.only_a + t.only_b != 0;
-    t.ok = t.count[ST_DIFFERS] + t.count[ST_SHAPE] + t.count[ST_ERROR] == 0 && !missing;
+    const enum side side_a = !pl.cross ? SIDE_SAME : pl.a_is_st ? SIDE_SOURCE : SIDE_CONVERTED;
+    const enum side side_b = !pl.cross ? SIDE_SAME : pl.a_is_st ? SIDE_CONVERTED : SIDE_SOURCE;
+    t.only_a = one_sided(fa, pl.used_a, side_a, "A", only_a, &t.unpaired);
+    t.only_b = one_sided(fb, pl.used_b, side_b, "B", only_b, &t.unpaired);
     if (json) {
         json_object_set_new(root, "only_a", only_a);
         json_object_set_new(root, "only_b", only_b);
@@ -724,7 +755,7 @@ static int run(int argc, char **argv)
         print_summary(&pl, &t, tol);
         rc = cli_finish_output(CLI_OK);
     }
-    if (rc == CLI_OK && !t.ok)
+    if (rc == CLI_OK && verdict_of(&t) != V_MATCH)
         rc = CLI_FAIL;
 out:
     json_decref(root);

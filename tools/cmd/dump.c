@@ -1,7 +1,9 @@
-/* tensormap dump: a tensor's decoded float32 values on disk, as raw little-endian floats, as a
- * .npy array numpy.load reads with the right shape, or as a standard LZ4 frame. Decoded in
- * chunks of rows, so memory stays bounded however large the tensor. */
+/* tensormap dump: a tensor's values on disk, as raw little-endian values, as a .npy array
+ * numpy.load reads with the right shape and dtype, or as a standard LZ4 frame: decoded float32,
+ * or for integer, bool and f64 tensors their own values exactly (tools/cli/dtype.h). Written in
+ * chunks, so memory stays bounded however large the tensor. */
 #include "../cli/cli.h"
+#include "../cli/dtype.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -18,17 +20,22 @@ static const char help[] =
     "\n"
     "Decode a tensor to float32 and write it: raw (little-endian floats, nothing else), npy\n"
     "(NumPy format 1.0, '<f4', shape in numpy's order: ne reversed, so numpy.load gives the\n"
-    "right array) or lz4 (raw floats in one standard LZ4 frame; `lz4 -d` decompresses it). The\n"
-    "format comes from --format, else from OUT's extension (.npy, .lz4, .raw/.f32/.bin); -o -\n"
-    "writes to standard output (raw unless --format says otherwise). Values are decoded in\n"
-    "chunks, so memory stays bounded; progress goes to stderr when it is a terminal and the\n"
-    "dump is large.\n"
+    "right array) or lz4 (raw floats in one standard LZ4 frame; `lz4 -d` decompresses it).\n"
+    "Integer, bool and f64 tensors, which float32 would round, are written exactly in their\n"
+    "own type instead: npy with their dtype ('<f8', '<i8', '<i4', '<i2', '|i1', '<u8', '<u4',\n"
+    "'<u2', '|u1', '|b1'), raw and lz4 as their little-endian values (a bool one byte, 0 or\n"
+    "1). The format comes from --format, else from OUT's extension (.npy, .lz4,\n"
+    ".raw/.f32/.bin); -o - writes to standard output (raw unless --format says otherwise),\n"
+    "which is refused when it is a terminal (values are bytes, not text: redirect it). Values\n"
+    "are written in chunks, so memory stays bounded; progress goes to stderr when it is a\n"
+    "terminal and the dump is large.\n"
     "\n"
-    "  -o, --output OUT   the file to write, or - for standard output\n"
+    "  -o, --output OUT   the file to write, or - for standard output (not a terminal)\n"
     "  --format FMT       raw, npy or lz4\n"
     "  --rows A:B         only rows A to B-1 (a row is ne[0] values); npy shape (B-A, ne[0])\n"
     "  --all              every tensor into the directory OUT, one file per tensor named after\n"
-    "                     it, npy unless --format says otherwise; a tensor whose type has no\n"
+    "                     it, npy unless --format says otherwise (a raw file's extension is its\n"
+    "                     dtype: .f32, or .i64, .f64, .bool ...); a tensor whose type has no\n"
     "                     decoder is skipped with a note on stderr. A file name is the tensor's\n"
     "                     name with '/', '%', control bytes and a leading '.' written as %XX\n"
     "                     (so that a/b and a_b stay two files, and percent-decoding gives the\n"
@@ -57,7 +64,7 @@ static format format_of_path(const char *path)
     return format_named(dot + 1);
 }
 
-/* Where the decoded floats go: a FILE, through an LZ4 frame or not. */
+/* Where the values go: a FILE, through an LZ4 frame or not. */
 typedef struct sink {
     FILE *out;
     const char *name;
@@ -79,10 +86,9 @@ static bool put(sink *s, const void *p, size_t n)
     return false;
 }
 
-static int put_values(const float *v, size_t n, void *p)
+/* Bytes of values into the sink: 1 (said) when that fails. */
+static int put_bytes(sink *s, const void *v, size_t bytes)
 {
-    sink *s = p;
-    size_t bytes = n * sizeof *v;
     if (s->lz4) {
         size_t got = LZ4F_compressUpdate(s->lz4, s->lz4_buf, s->lz4_cap, v, bytes, NULL);
         if (LZ4F_isError(got)) {
@@ -99,12 +105,46 @@ static int put_values(const float *v, size_t n, void *p)
     return 0;
 }
 
+/* cli_decode_chunks' callback: a chunk of decoded floats. */
+static int put_floats(const float *v, size_t n, void *s)
+{
+    return put_bytes(s, v, n * sizeof *v);
+}
+
+/* A tensor of its own dtype is copied in pieces of this many bytes. */
+#define OWN_PIECE ((size_t)16 << 20)
+
+/* Values [first, first + n) of a tensor of its own dtype, as the file holds them (a bool as 0
+ * or 1), a chunk of cap bytes at a time: -1 with err filled when fetching fails, 1 when writing
+ * does. */
+static int put_own(const tm_tensor *t, const cli_dtype *d, uint64_t first, uint64_t n,
+                   uint8_t *scratch, size_t cap, sink *s, tm_error *err)
+{
+    const uint64_t per = cap / d->size;
+    for (uint64_t done = 0; done < n;) {
+        const uint64_t k = n - done < per ? n - done : per;
+        const uint8_t *p = cli_tensor_bytes(t, (first + done) * d->size, k * d->size, scratch, err);
+        if (!p)
+            return -1;
+        if (d->kind == CLI_DT_BOOL) { /* numpy's bool is the byte 0 or 1; any other is true */
+            for (uint64_t i = 0; i < k; i++)
+                scratch[i] = p[i] != 0;
+            p = scratch;
+        }
+        if (put_bytes(s, p, (size_t)(k * d->size)) != 0)
+            return 1;
+        done += k;
+    }
+    return 0;
+}
+
 /* The NumPy 1.0 header: magic, version, u16 length, a dict literal padded with spaces and a
  * newline so that the data starts at a multiple of 64. */
-static bool npy_header(sink *s, const uint64_t *shape, uint32_t n_dims)
+static bool npy_header(sink *s, const char *descr, const uint64_t *shape, uint32_t n_dims)
 {
     char dict[256];
-    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     descr);
     for (uint32_t d = 0; d < n_dims; d++)
         n += snprintf(dict + n, sizeof dict - (size_t)n, "%" PRIu64 "%s", shape[d],
                       n_dims == 1      ? ","
@@ -133,31 +173,35 @@ static int dump_tensor(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt,
                    tn ? tn : "unknown");
         return CLI_FAIL;
     }
-    sink s = {.out = out, .name = name, .total = n * 4};
+    const cli_dtype *d = cli_dtype_of(t->type);
+    sink s = {.out = out, .name = name, .total = n * d->size};
     cli_progress_start(&s.progress, name, "bytes", s.total);
     if (fmt == FMT_NPY) {
         uint64_t shape[4];
         uint32_t nd = t->n_dims;
-        for (uint32_t d = 0; d < nd; d++)
-            shape[d] = t->ne[nd - 1 - d];
+        for (uint32_t k = 0; k < nd; k++)
+            shape[k] = t->ne[nd - 1 - k];
         if (!whole) { /* a slice of rows is (rows, ne[0]) */
             shape[0] = r1 - r0;
             shape[1] = row;
             nd = 2;
         }
-        if (!npy_header(&s, shape, nd))
+        if (!npy_header(&s, d->npy, shape, nd)) {
+            cli_progress_end(&s.progress);
             return CLI_FAIL;
+        }
     }
-    size_t chunk = cli_chunk_elems(t);
-    float *buf = malloc(chunk * sizeof *buf);
-    LZ4F_preferences_t prefs = {.frameInfo = {.contentSize = n * 4, .blockSizeID = LZ4F_max4MB}};
+    /* the most bytes one write takes: a chunk of decoded floats, or of the file's own values */
+    const size_t chunk = cli_chunk_elems(t), piece = d->own ? OWN_PIECE : chunk * sizeof(float);
+    void *buf = malloc(piece);
+    LZ4F_preferences_t prefs = {.frameInfo = {.contentSize = s.total, .blockSizeID = LZ4F_max4MB}};
     int rc = CLI_FAIL;
     if (!buf) {
         cli_errorf("out of memory");
         goto done;
     }
     if (fmt == FMT_LZ4) {
-        s.lz4_cap = LZ4F_compressBound(chunk * sizeof *buf, &prefs);
+        s.lz4_cap = LZ4F_compressBound(piece, &prefs);
         s.lz4_buf = malloc(s.lz4_cap < LZ4F_HEADER_SIZE_MAX ? LZ4F_HEADER_SIZE_MAX : s.lz4_cap);
         if (!s.lz4_buf || LZ4F_isError(LZ4F_createCompressionContext(&s.lz4, LZ4F_VERSION))) {
             cli_errorf("out of memory");
@@ -168,7 +212,8 @@ static int dump_tensor(const tm_tensor *t, uint64_t r0, uint64_t r1, format fmt,
             goto done;
     }
     tm_error err = {0};
-    int walk = cli_decode_chunks(t, first, n, buf, chunk, put_values, &s, &err);
+    int walk = d->own ? put_own(t, d, first, n, buf, piece, &s, &err)
+                      : cli_decode_chunks(t, first, n, buf, chunk, put_floats, &s, &err);
     if (walk < 0) {
         char tname[256];
         cli_report(cli_name(t->name, 200, tname, sizeof tname), &err);
@@ -237,7 +282,7 @@ static void file_name(tm_str name, char out[FILE_NAME_CAP])
 
 static int dump_all(const tm_file *f, format fmt, const char *dir)
 {
-    static const char *const ext[] = {[FMT_RAW] = "f32", [FMT_NPY] = "npy", [FMT_LZ4] = "lz4"};
+    static const char *const ext[] = {[FMT_NPY] = "npy", [FMT_LZ4] = "lz4"};
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         cli_errorf("%s: %s", dir, strerror(errno));
         return CLI_FAIL;
@@ -259,7 +304,8 @@ static int dump_all(const tm_file *f, format fmt, const char *dir)
         }
         char file[FILE_NAME_CAP], *path = NULL;
         file_name(t->name, file);
-        if (asprintf(&path, "%s/%s.%s", dir, file, ext[fmt]) < 0)
+        if (asprintf(&path, "%s/%s.%s", dir, file,
+                     fmt == FMT_RAW ? cli_dtype_of(t->type)->ext : ext[fmt]) < 0)
             return CLI_FAIL;
         int rc = dump_to_path(t, 0, tm_tensor_rows(t), fmt, path, true);
         free(path);
@@ -331,6 +377,13 @@ static int run(int argc, char **argv)
         cli_errorf("dump: cannot tell the format from '%s': use --format raw|npy|lz4", out);
         return CLI_USAGE;
     }
+    /* Values are bytes, not text: on a terminal they are noise, and can drive it. Refused
+     * before any work, as lz4 and zstd refuse to write to a console. */
+    if (strcmp(out, "-") == 0 && isatty(STDOUT_FILENO)) {
+        cli_errorf("dump: standard output is a terminal: not writing binary values to it "
+                   "(redirect it to a file or a pipe, or give -o FILE)");
+        return CLI_USAGE;
+    }
     uint64_t r0 = 0, r1 = 0;
     if (rows && !parse_rows(rows, &r0, &r1)) {
         cli_errorf("dump: --rows wants A:B with A < B, not '%s'", rows);
@@ -362,7 +415,7 @@ static int run(int argc, char **argv)
 const cli_command cmd_dump = {
     .name = "dump",
     .alias = NULL,
-    .summary = "decoded float32 values of a tensor (or all) as raw, .npy or .lz4",
+    .summary = "a tensor's values (or all) as raw, .npy or .lz4: float32, integers and f64 exact",
     .help = help,
     .run = run,
 };

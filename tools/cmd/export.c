@@ -34,8 +34,9 @@ static const char help[] =
     "  --max-shard-size SIZE OUT is a directory of model-0000K-of-0000N.safetensors files of at\n"
     "                        most SIZE bytes each (a larger tensor gets a file of its own) and\n"
     "                        model.safetensors.index.json, as save_pretrained writes them. SIZE\n"
-    "                        is bytes, or with KB/MB/GB (10^3, 10^6, 10^9) or K/M/G, KiB/MiB/GiB\n"
-    "                        (2^10, 2^20, 2^30)\n"
+    "                        is bytes, or a number (1.5 too) with KB/MB/GB/TB as Hugging Face's\n"
+    "                        max_shard_size (10^3 ... 10^12; K/M/G/T the same), or KiB/MiB/GiB/\n"
+    "                        TiB (2^10 ... 2^40); units in any case\n"
     "  --tensors PATTERN     only tensors whose name in FILE matches the shell pattern\n"
     "  --skip-undecodable    leave out (and list) tensors of a type with no decoder, instead of\n"
     "                        refusing the export\n";
@@ -46,7 +47,7 @@ static const char help[] =
 
 typedef struct item {
     const tm_tensor *t;
-    char name[320];       /* the name written */
+    char *name;           /* the name written (owned) */
     uint64_t heads;       /* > 0: llama's q/k rows to un-permute in this many heads */
     uint32_t shard;       /* output file, from 0 */
 } item;
@@ -69,28 +70,6 @@ static bool parse_dtype(const char *s, tm_type *t)
     return false;
 }
 
-static bool parse_size(const char *s, uint64_t *out)
-{
-    static const struct { const char *suffix; uint64_t unit; } units[] = {
-        {"", 1},          {"KB", 1000},        {"MB", 1000000},        {"GB", 1000000000},
-        {"K", 1u << 10},  {"M", 1u << 20},     {"G", 1u << 30},        {"KiB", 1u << 10},
-        {"MiB", 1u << 20}, {"GiB", 1u << 30},
-    };
-    char digits[32];
-    size_t n = strspn(s, "0123456789");
-    if (n == 0 || n >= sizeof digits)
-        return false;
-    memcpy(digits, s, n);
-    digits[n] = 0;
-    uint64_t v;
-    if (!cli_parse_u64(digits, &v))
-        return false;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(s + n, units[i].suffix) == 0)
-            return !__builtin_mul_overflow(v, units[i].unit, out) && *out > 0;
-    return false;
-}
-
 static uint64_t out_bytes(const plan *p, const tm_tensor *t)
 {
     return t->n_elements * tm_type_block_bytes(p->dtype);
@@ -110,25 +89,28 @@ static bool arch_is(const tm_file *f, const char *name)
     return a.len == strlen(name) && memcmp(a.ptr, name, a.len) == 0;
 }
 
-/* The name written for t into it->name, and its permutation; false (with *why) when t has no
- * Hugging Face name. */
-static bool name_item(const naming *nm, const tm_tensor *t, item *it, const char **why)
+/* A tensor name or key from the file as a C string (malloc'ed; NULL when out of memory),
+ * whatever its length (the readers take up to TM_MAX_NAME_LEN bytes). Neither reader lets one
+ * hold a NUL byte, so the copy is the whole name. */
+static char *name_string(tm_str name)
+{
+    return strndup(name.ptr, (size_t)name.len);
+}
+
+typedef enum named { NAMED, NO_HF_NAME, NO_MEMORY } named;
+
+/* The name written for t into it->name (malloc'ed), and its permutation. */
+static named name_item(const naming *nm, const tm_tensor *t, item *it)
 {
     int perm = CLI_PERM_NONE;
-    if (!nm->hf) {
-        if (t->name.len >= sizeof it->name) {
-            *why = "its name is too long";
-            return false;
-        }
-        memcpy(it->name, t->name.ptr, (size_t)t->name.len);
-        it->name[t->name.len] = 0;
-    } else if (!cli_gguf_to_hf(t->name, it->name, sizeof it->name, &perm)) {
-        *why = "no Hugging Face name";
-        return false;
-    }
+    char hf[128]; /* the map's names are short: model.layers.N.self_attn.q_proj.weight */
+    if (nm->hf && !cli_gguf_to_hf(t->name, hf, sizeof hf, &perm))
+        return NO_HF_NAME;
+    if (!(it->name = nm->hf ? strdup(hf) : name_string(t->name)))
+        return NO_MEMORY;
     it->heads = !nm->permute ? 0 : perm == CLI_PERM_Q ? nm->n_head
               : perm == CLI_PERM_K ? nm->n_head_kv : 0;
-    return true;
+    return NAMED;
 }
 
 /* A head of a permuted tensor is decoded whole: its rows must split into n heads of an even
@@ -156,10 +138,12 @@ static int build_plan(tm_file *f, const char *file, const naming *nm, const char
     char shown[160];
     for (uint64_t i = 0; i < n; i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
-        char plain[320];
-        if (pattern && (t->name.len >= sizeof plain ||
-                        (memcpy(plain, t->name.ptr, (size_t)t->name.len), plain[t->name.len] = 0,
-                         fnmatch(pattern, plain, 0) != 0)))
+        char *plain = pattern ? name_string(t->name) : NULL;
+        if (pattern && !plain)
+            return cli_errorf("export: out of memory"), CLI_FAIL;
+        const bool left_out = pattern && fnmatch(pattern, plain, 0) != 0;
+        free(plain);
+        if (left_out)
             continue;
         cli_name(t->name, 120, shown, sizeof shown);
         if (!tm_type_can_dequant(t->type)) {
@@ -173,15 +157,17 @@ static int build_plan(tm_file *f, const char *file, const naming *nm, const char
             continue;
         }
         item *it = &p->items[p->n];
-        const char *why = NULL;
         it->t = t;
-        if (!name_item(nm, t, it, &why)) {
-            printf("left out: %s (%s)\n", shown, why);
+        const named got = name_item(nm, t, it);
+        if (got == NO_HF_NAME) {
+            printf("left out: %s (no Hugging Face name)\n", shown);
             continue;
         }
+        if (got == NO_MEMORY)
+            return cli_errorf("export: out of memory"), CLI_FAIL;
+        p->n++; /* the plan owns its name now */
         if (it->heads && !check_heads(it, file))
             return CLI_FAIL;
-        p->n++;
     }
     if (nm->hf && !tm_tensor_find(f, "output.weight"))
         printf("no lm_head.weight: the model ties its output to the token embedding\n");
@@ -189,14 +175,16 @@ static int build_plan(tm_file *f, const char *file, const naming *nm, const char
 }
 
 /* save_pretrained's sharding: tensors in order, a new file when the next tensor would make the
- * current one larger than the limit (a tensor larger than the limit gets a file of its own). */
+ * current one larger than the limit (a tensor larger than the limit gets a file of its own,
+ * and the one after it a new file again). Written so that nothing wraps: in_shard passes the
+ * limit after a large tensor. */
 static void assign_shards(plan *p)
 {
     uint64_t in_shard = 0;
     p->n_shards = 1;
     for (size_t i = 0; i < p->n; i++) {
         const uint64_t b = out_bytes(p, p->items[i].t);
-        if (p->max_shard && in_shard > 0 && b > p->max_shard - in_shard) {
+        if (p->max_shard && in_shard > 0 && (b > p->max_shard || in_shard > p->max_shard - b)) {
             p->n_shards++;
             in_shard = 0;
         }
@@ -215,11 +203,26 @@ typedef struct buffers {
     cli_progress progress; /* bytes written, over every file */
 } buffers;
 
+/* Round n decoded values to dtype and write them. */
+static tm_status write_values(const plan *p, const float *vals, uint64_t n, buffers *b,
+                              tm_st_writer *w, tm_error *err)
+{
+    const void *bytes = vals;
+    if (p->dtype != TM_TYPE_F32) {
+        (p->dtype == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(vals, b->half, (size_t)n);
+        bytes = b->half;
+    }
+    const size_t len = (size_t)n * tm_type_block_bytes(p->dtype);
+    tm_status st = tm_st_writer_write(w, bytes, len, err);
+    cli_progress_add(&b->progress, len);
+    return st;
+}
+
 /* Decode it's rows [r0, r1) (whole heads when permuted) and write them in dtype. */
 static tm_status write_rows(const plan *p, const item *it, uint64_t r0, uint64_t r1,
                             buffers *b, tm_st_writer *w, tm_error *err)
 {
-    const uint64_t ne0 = it->t->ne[0], n = (r1 - r0) * ne0;
+    const uint64_t ne0 = it->t->ne[0];
     tm_status st = tm_dequant_rows_mt(it->t, r0, r1, b->f, 0, err);
     if (st != TM_OK)
         return st;
@@ -231,15 +234,52 @@ static tm_status write_rows(const plan *p, const item *it, uint64_t r0, uint64_t
                    (size_t)ne0 * sizeof(float));
         vals = b->perm;
     }
-    const void *bytes = vals;
-    if (p->dtype != TM_TYPE_F32) {
-        (p->dtype == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(vals, b->half, (size_t)n);
-        bytes = b->half;
+    return write_values(p, vals, (r1 - r0) * ne0, b, w, err);
+}
+
+typedef struct piece_out {
+    const plan *p;
+    buffers *b;
+    tm_st_writer *w;
+    tm_error *err;
+} piece_out;
+
+static int write_piece(const float *v, size_t n, void *ctx)
+{
+    piece_out *o = ctx;
+    return write_values(o->p, v, n, o->b, o->w, o->err) != TM_OK;
+}
+
+/* Decode and write it, at most a chunk at a time: whole rows (whole heads when permuted) on
+ * every core, or, when a row is longer than the chunk (a 1-D tensor of 10 M elements), the
+ * tensor's elements in pieces of whole blocks. A permuted tensor never has such rows:
+ * check_heads wants a whole head in a chunk. */
+static tm_status write_item(const plan *p, const item *it, buffers *b, tm_st_writer *w,
+                            tm_error *err)
+{
+    const tm_tensor *t = it->t;
+    const uint64_t rows = tm_tensor_rows(t), ne0 = t->ne[0];
+    if (ne0 > CHUNK_FLOATS) {
+        const size_t block = tm_type_block_elems(t->type);
+        piece_out o = {p, b, w, err};
+        return cli_decode_chunks(t, 0, t->n_elements, b->f, CHUNK_FLOATS / block * block,
+                                 write_piece, &o, err) == 0 ? TM_OK : err->code;
     }
-    const size_t len = (size_t)n * tm_type_block_bytes(p->dtype);
-    st = tm_st_writer_write(w, bytes, len, err);
-    cli_progress_add(&b->progress, len);
-    return st;
+    uint64_t step = ne0 ? CHUNK_FLOATS / ne0 : rows;
+    if (it->heads) /* whole heads per step (check_heads: at least one fits) */
+        step = step / (rows / it->heads) * (rows / it->heads);
+    for (uint64_t r = 0; r < rows; r += step) {
+        tm_status st = write_rows(p, it, r, rows - r < step ? rows : r + step, b, w, err);
+        if (st != TM_OK)
+            return st;
+    }
+    return TM_OK;
+}
+
+static tm_status no_memory(tm_error *err)
+{
+    snprintf(err->message, sizeof err->message, "out of memory");
+    return err->code = TM_NOMEM;
 }
 
 static bool add_metadata(const tm_file *f, tm_st_writer *w, tm_error *err)
@@ -249,17 +289,17 @@ static bool add_metadata(const tm_file *f, tm_st_writer *w, tm_error *err)
     for (uint64_t i = 0; i < tm_n_kv(f); i++) {
         const tm_kv *kv = tm_kv_at(f, i);
         tm_str s;
-        char key[256];
-        if (kv->type != TM_V_STRING || kv->key.len < 8 || kv->key.len >= sizeof key ||
+        if (kv->type != TM_V_STRING || kv->key.len < 8 ||
             memcmp(kv->key.ptr, "general.", 8) != 0 || tm_kv_get_str(kv, &s) != TM_OK ||
             memchr(s.ptr, 0, (size_t)s.len))
             continue;
-        char *value = strndup(s.ptr, (size_t)s.len);
-        memcpy(key, kv->key.ptr, (size_t)kv->key.len);
-        key[kv->key.len] = 0;
-        bool ok = value && tm_st_writer_meta(w, key, value, err) == TM_OK;
+        char *key = name_string(kv->key), *value = strndup(s.ptr, (size_t)s.len);
+        bool ok = key && value && tm_st_writer_meta(w, key, value, err) == TM_OK;
+        if (!key || !value)
+            no_memory(err);
+        free(key);
         free(value);
-        if (!ok && (!value || err->code != TM_BAD_VALUE))
+        if (!ok && err->code != TM_BAD_VALUE)
             return false;
         /* a value that is not UTF-8 cannot be a JSON string: it is left out */
     }
@@ -287,23 +327,23 @@ static tm_status write_shard(const tm_file *f, const plan *p, uint32_t shard, co
     if (tm_st_writer_begin(w, path, err) != TM_OK)
         goto fail;
     cli_sigbus_output(tm_st_writer_temp_path(w)); /* a cut input must not leave it behind */
-    for (size_t i = 0; i < p->n; i++) {
-        const item *it = &p->items[i];
-        const uint64_t rows = tm_tensor_rows(it->t), ne0 = it->t->ne[0];
-        uint64_t step = ne0 ? CHUNK_FLOATS / ne0 : rows;
-        if (it->heads) /* whole heads per step */
-            step = step / (rows / it->heads) * (rows / it->heads);
-        step = step ? step : 1;
-        for (uint64_t r = 0; it->shard == shard && r < rows; r += step)
-            if (write_rows(p, it, r, rows - r < step ? rows : r + step, b, w, err) != TM_OK)
-                goto fail;
-    }
+    for (size_t i = 0; i < p->n; i++)
+        if (p->items[i].shard == shard && write_item(p, &p->items[i], b, w, err) != TM_OK)
+            goto fail;
     cli_sigbus_output(NULL);
     return tm_st_writer_finish(w, err);
 fail:
     cli_sigbus_output(NULL);
     tm_st_writer_free(w);
     return err->code;
+}
+
+/* "DIR/NAME", malloc'ed (NULL when out of memory): a path of any length, never cut short into
+ * the name of another file. */
+static char *join_path(const char *dir, const char *name)
+{
+    char *path;
+    return asprintf(&path, "%s/%s", dir, name) < 0 ? NULL : path;
 }
 
 /* model.safetensors.index.json: the total size and which file holds each tensor. */
@@ -314,8 +354,9 @@ static int write_index(const plan *p, const char *dir, char **shard_names)
     for (size_t i = 0; root && i < p->n; i++)
         if (json_object_set_new(map, p->items[i].name, json_string(shard_names[p->items[i].shard])))
             json_decref(root), root = NULL;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, INDEX_NAME);
+    char *path = root ? join_path(dir, INDEX_NAME) : NULL;
+    if (!path)
+        json_decref(root), root = NULL;
     cli_output *o = root ? cli_output_open(path) : NULL;
     int rc = root ? CLI_FAIL : (cli_errorf("export: out of memory"), CLI_FAIL);
     if (o) {
@@ -323,6 +364,7 @@ static int write_index(const plan *p, const char *dir, char **shard_names)
              fputc('\n', cli_output_stream(o)) != EOF ? CLI_OK : CLI_FAIL;
         rc = cli_output_close(o, rc);
     }
+    free(path);
     json_decref(root);
     return rc;
 }
@@ -343,24 +385,23 @@ static int write_all(const tm_file *f, const plan *p, const char *out)
         rc = CLI_FAIL;
     }
     for (uint32_t s = 0; rc == CLI_OK && s < p->n_shards; s++) {
-        char path[4096];
+        const char *path = out;
+        char *shard_path = NULL;
         if (p->max_shard) {
-            names[s] = malloc(64);
-            if (!names[s]) {
-                rc = CLI_FAIL;
-                break;
-            }
-            snprintf(names[s], 64, "model-%05u-of-%05u.safetensors", s + 1, p->n_shards);
-            snprintf(path, sizeof path, "%s/%s", out, names[s]);
-        } else {
-            snprintf(path, sizeof path, "%s", out);
+            if ((names[s] = malloc(64))) /* two u32s: at most 42 bytes */
+                snprintf(names[s], 64, "model-%05u-of-%05u.safetensors", s + 1, p->n_shards);
+            path = shard_path = names[s] ? join_path(out, names[s]) : NULL;
         }
-        if (!cli_output_allowed(path)) {
+        if (!path) {
+            cli_errorf("export: out of memory");
+            rc = CLI_FAIL;
+        } else if (!cli_output_allowed(path)) {
             rc = CLI_FAIL;
         } else if (write_shard(f, p, s, path, &b, &err) != TM_OK) {
             cli_report(path, &err);
             rc = CLI_FAIL;
         }
+        free(shard_path);
     }
     if (rc == CLI_OK && p->max_shard)
         rc = write_index(p, out, names);
@@ -396,9 +437,8 @@ static int run(int argc, char **argv)
                 return CLI_USAGE;
             }
             nm.hf = strcmp(optarg, "hf") == 0;
-        } else if (c == 's' && !parse_size(optarg, &p.max_shard)) {
-            cli_errorf("export: --max-shard-size %s: a positive size such as 5GB or 500MiB",
-                       optarg);
+        } else if (c == 's' && !cli_parse_size(optarg, &p.max_shard)) {
+            cli_errorf("export: --max-shard-size %s: " CLI_SIZE_FORMS, optarg);
             return CLI_USAGE;
         } else if (c == 't') {
             pattern = optarg;
@@ -441,6 +481,8 @@ static int run(int argc, char **argv)
         printf("%s: %zu tensor%s, %" PRIu64 " bytes of %s\n", out, p.n, p.n == 1 ? "" : "s",
                p.total_bytes, tm_type_name(p.dtype));
 out:
+    for (size_t i = 0; i < p.n; i++)
+        free(p.items[i].name);
     free(p.items);
     tm_close(f);
     return cli_finish_output(rc);

@@ -3,6 +3,7 @@
  * bits per weight, the KV cache at a context), and where the header stops and the data starts.
  * Every number is a field of the file, the library's layout, or counted from them. */
 #include "../cli/cli.h"
+#include "../cli/shard_alone.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -329,6 +330,10 @@ static json_t *to_json(const tm_file *f, const char *arg, const tm_layout *l, co
         bad |= json_object_set_new(o, "padding", cli_json_u64(l->padding));
     }
     bad |= json_object_set_new(o, "n_shards", json_integer(l->n_shards));
+    cli_shard_alone alone;
+    bad |= json_object_set_new(o, "shard_alone", cli_shard_alone_of(f, arg, &alone)
+                                                     ? cli_shard_alone_json(&alone)
+                                                     : json_null());
     if (l->n_shards > 1) {
         json_t *a = json_array();
         for (uint32_t i = 0; a && i < l->n_shards; i++) {
@@ -430,6 +435,12 @@ static int run(int argc, char **argv)
             tm_file_fetched(f, &got, &requests);
             row("fetched", "%" PRIu64 " bytes in %" PRIu64 " request%s", got, requests,
                 requests == 1 ? "" : "s");
+        }
+        cli_shard_alone alone;
+        if (cli_shard_alone_of(f, arg, &alone)) { /* the numbers below are the shard's alone */
+            printf("  %-26s", "this file is");
+            cli_shard_alone_print(stdout, &alone);
+            putchar('\n');
         }
         if (l->format == TM_FORMAT_SAFETENSORS)
             print_safetensors(f, l, &nb);

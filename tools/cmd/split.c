@@ -11,36 +11,22 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: tensormap split [--max-tensors N | --max-size N[K|M|G]] FILE PREFIX\n"
+    "usage: tensormap split [--max-tensors N | --max-size SIZE] FILE PREFIX\n"
     "\n"
     "Write the GGUF file FILE as a split set PREFIX-00001-of-0000K.gguf ... in llama.cpp's\n"
     "gguf-split layout: every shard a complete GGUF file with split.no (u16, from 0),\n"
     "split.count (u16) and split.tensors.count (i32); the metadata in the first shard only; the\n"
     "source's version and alignment in every shard; the tensors in order, their bytes\n"
     "unchanged. A shard ends before the tensor that would pass --max-tensors (128 unless\n"
-    "--max-size is given) or --max-size bytes of tensor data (K, M, G: 10^3, 10^6, 10^9, as\n"
-    "gguf-split counts; a larger tensor gets a shard of its own). Each shard is written to a\n"
-    "temporary file, read back, and renamed into place. tensormap merge undoes it.\n"
+    "--max-size is given) or --max-size bytes of tensor data (a larger tensor gets a shard of\n"
+    "its own). A set is at most 65,535 shards (split.count is a u16). Each shard is written to\n"
+    "a temporary file, read back, and renamed into place. tensormap merge undoes it.\n"
     "\n"
     "  --max-tensors N   at most N tensors per shard\n"
-    "  --max-size N      at most N bytes of tensor data per shard (soft, as in gguf-split)\n";
-
-/* "500M" -> 500000000; false for anything else. */
-static bool parse_size(const char *s, uint64_t *out)
-{
-    char digits[32];
-    size_t n = strlen(s);
-    uint64_t unit = 1;
-    if (n > 0 && strchr("KMG", s[n - 1])) {
-        unit = s[n - 1] == 'K' ? 1000u : s[n - 1] == 'M' ? 1000000u : 1000000000u;
-        n--;
-    }
-    if (n == 0 || n >= sizeof digits)
-        return false;
-    memcpy(digits, s, n);
-    digits[n] = '\0';
-    return cli_parse_u64(digits, out) && *out > 0 && !__builtin_mul_overflow(*out, unit, out);
-}
+    "  --max-size SIZE   at most SIZE bytes of tensor data per shard (soft, as in gguf-split):\n"
+    "                    bytes, or a number (1.5 too) with K/M/G/T or KB/MB/GB/TB (10^3 ...\n"
+    "                    10^12, as gguf-split and Hugging Face count), or KiB/MiB/GiB/TiB\n"
+    "                    (2^10 ... 2^40); units in any case\n";
 
 /* Shard k (from 0) of n: its metadata, its tensors [first, end), written to path. */
 static int write_shard(const tm_file *f, uint32_t k, uint32_t n, uint64_t first, uint64_t end,
@@ -74,6 +60,54 @@ static int write_shard(const tm_file *f, uint32_t k, uint32_t n, uint64_t first,
     return CLI_OK;
 }
 
+/* Where each shard starts, into *starts (malloc'ed, *n + 1 entries; the last is the tensor
+ * count): a shard ends before the tensor that would pass a limit. Everything that would make
+ * the set unwritable is refused here, before any shard is written. */
+static int plan_shards(const tm_file *f, const char *arg, uint64_t max_tensors, uint64_t max_size,
+                       uint64_t **starts, uint64_t *n)
+{
+    const tm_layout *l = tm_file_layout(f);
+    if (l->format != TM_FORMAT_GGUF) {
+        cli_errorf("%s: split writes GGUF sets; this is not a GGUF file", arg);
+        return CLI_FAIL;
+    }
+    if (l->n_tensors > INT32_MAX) { /* split.tensors.count is an i32 */
+        cli_errorf("%s: %" PRIu64 " tensors are more than a split set counts", arg, l->n_tensors);
+        return CLI_FAIL;
+    }
+    /* at most as many shards as tensors, and one (the metadata alone) for a file of none,
+     * such as a vocabulary */
+    const uint64_t max_shards = l->n_tensors > 0 ? l->n_tensors : 1;
+    uint64_t *s = *starts = malloc(((size_t)max_shards + 1) * sizeof *s);
+    if (!s) {
+        cli_errorf("split: out of memory");
+        return CLI_FAIL;
+    }
+    uint64_t k = 0, in_shard = 0, bytes = 0;
+    s[k++] = 0;
+    for (uint64_t i = 0; i < l->n_tensors; i++) {
+        uint64_t size;
+        if (!cli_align_up(tm_tensor_at(f, i)->n_bytes, l->alignment, &size))
+            size = UINT64_MAX;
+        if (in_shard > 0 && ((max_tensors && in_shard >= max_tensors) ||
+                             (max_size && (size > max_size - bytes || bytes > max_size)))) {
+            s[k++] = i;
+            in_shard = 0;
+            bytes = 0;
+        }
+        in_shard++;
+        bytes = size > UINT64_MAX - bytes ? UINT64_MAX : bytes + size;
+    }
+    s[*n = k] = l->n_tensors;
+    /* split.no and split.count are u16s: shard 65,537 would say it is shard 1 of a set of 1 */
+    if (k > UINT16_MAX) {
+        cli_errorf("%s: %" PRIu64 " shards are more than a split set counts (split.count is a "
+                   "u16: at most %u); allow more tensors or bytes a shard", arg, k, UINT16_MAX);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"max-tensors", required_argument, NULL, 't'},
@@ -87,9 +121,8 @@ static int run(int argc, char **argv)
         if (c == 't' && !(cli_parse_u64(optarg, &max_tensors) && max_tensors > 0)) {
             cli_errorf("split: --max-tensors wants a whole number above 0, not '%s'", optarg);
             return CLI_USAGE;
-        } else if (c == 's' && !parse_size(optarg, &max_size)) {
-            cli_errorf("split: --max-size wants a number above 0 with K, M or G, not '%s'",
-                       optarg);
+        } else if (c == 's' && !cli_parse_size(optarg, &max_size)) {
+            cli_errorf("split: --max-size %s: " CLI_SIZE_FORMS, optarg);
             return CLI_USAGE;
         } else if (c == 'h') {
             return fputs(help, stdout), CLI_OK;
@@ -111,39 +144,8 @@ static int run(int argc, char **argv)
     tm_file *f = cli_open(arg, 0);
     if (!f)
         return CLI_FAIL;
-    const tm_layout *l = tm_file_layout(f);
-    int rc = CLI_OK;
-    /* Where each shard starts: a shard ends before the tensor that would pass a limit. */
-    uint64_t *starts = malloc(((size_t)l->n_tensors + 1) * sizeof *starts);
-    uint64_t n = 0, in_shard = 0, bytes = 0;
-    if (l->format != TM_FORMAT_GGUF) {
-        cli_errorf("%s: split writes GGUF sets; this is not a GGUF file", arg);
-        rc = CLI_FAIL;
-    } else if (l->n_tensors > INT32_MAX || !starts) {
-        cli_errorf("%s: %" PRIu64 " tensors are more than a split set counts", arg, l->n_tensors);
-        rc = CLI_FAIL;
-    } else {
-        starts[n++] = 0;
-        for (uint64_t i = 0; i < l->n_tensors; i++) {
-            uint64_t size;
-            if (!cli_align_up(tm_tensor_at(f, i)->n_bytes, l->alignment, &size))
-                size = UINT64_MAX;
-            if (in_shard > 0 && ((max_tensors && in_shard >= max_tensors) ||
-                                 (max_size && (size > max_size - bytes || bytes > max_size)))) {
-                starts[n++] = i;
-                in_shard = 0;
-                bytes = 0;
-            }
-            in_shard++;
-            bytes = size > UINT64_MAX - bytes ? UINT64_MAX : bytes + size;
-        }
-        starts[n] = l->n_tensors;
-        if (n > 99999) {
-            cli_errorf("%s: %" PRIu64 " shards are more than the names' five digits count",
-                       arg, n);
-            rc = CLI_FAIL;
-        }
-    }
+    uint64_t *starts = NULL, n = 0;
+    int rc = plan_shards(f, arg, max_tensors, max_size, &starts, &n);
     for (uint64_t k = 0; rc == CLI_OK && k < n; k++) {
         char *path = NULL;
         if (asprintf(&path, "%s-%05u-of-%05u.gguf", prefix, (unsigned)k + 1, (unsigned)n) < 0) {
