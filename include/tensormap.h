@@ -679,8 +679,8 @@ TM_API void tm_outfile_abort(tm_outfile *o);
  * data. Tensor data is referenced, not copied (keep it alive until finish); NULL data leaves a
  * hole (the file is extended with ftruncate: sparse, nothing written). ----------------------
  *
- * Every tm_writer_* call that takes a writer returns TM_INVALID_ARG for w NULL (and
- * tm_writer_header_bytes returns 0). The adders copy keys, names and values into the writer
+ * Every tm_writer_* call on a writer that returns a status gives TM_INVALID_ARG for w NULL
+ * (tm_writer_free does nothing with NULL, tm_writer_header_bytes returns 0). The adders copy keys, names and values into the writer
  * (tensor data excepted) and check what the reader checks of one entry or tensor; what the
  * reader checks across them (duplicates, overlaps) is refused by tm_writer_finish. An adder that
  * fails adds nothing, and the writer stays usable. Each may also give TM_NOMEM. */
