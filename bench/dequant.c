@@ -25,6 +25,7 @@
  * - Every path's output is checksummed against the scalar path's: a wrong kernel cannot post a
  *   time.
  * The CPU model, compiler, the library's flags and the load average are printed first. */
+#include "bench.h"
 #include "tensormap.h"
 
 #include <math.h>
@@ -49,13 +50,6 @@ static int l2_calls = 301, l2_warmup = 30, dram_calls = 7;
 
 static clockid_t bench_clock = CLOCK_MONOTONIC;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(bench_clock, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void die(const char *what)
 {
     fprintf(stderr, "dequant: %s\n", what);
@@ -72,62 +66,19 @@ static void *alloc_or_die(size_t n)
 
 /* ---- inputs -------------------------------------------------------------------------------- */
 
-static uint64_t rng = 0x243f6a8885a308d3u;
-static uint64_t next_u64(void)
-{
-    uint64_t z = (rng += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-static double uniform(void) { return ((double)(next_u64() >> 11) + 0.5) * 0x1p-53; }
-
-static double gaussian(void) /* Box-Muller */
-{
-    return sqrt(-2.0 * log(uniform())) * cos(6.283185307179586 * uniform());
-}
-
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-/* float -> IEEE half, round to nearest even, subnormals included (no overflow: |f| < 65504). */
-static uint16_t half_of(float f)
-{
-    const uint32_t u = f32_bits(f), sign = u >> 16 & 0x8000u;
-    const float a = fabsf(f);
-    if (a < 0x1p-14f) /* subnormal half: a multiple of 2^-24, rounded to nearest even */
-        return (uint16_t)(sign | (uint32_t)lrintf(a * 0x1p24f));
-    const uint32_t e = (f32_bits(a) >> 23) - 112, m = f32_bits(a) & 0x7fffffu;
-    uint32_t h = e << 10 | m >> 13;
-    const uint32_t rest = m & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
-        h++; /* a carry into the exponent is the right answer */
-    return (uint16_t)(sign | h);
-}
-
-static uint16_t bf16_of(float f) /* round to nearest even */
-{
-    const uint32_t u = f32_bits(f);
-    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1)) >> 16);
-}
-
 /* Gaussian rows of ROW values, each row scaled by 10^U(-3, 0). */
 static void fill_float_rows(tm_type t, uint8_t *in, size_t weights)
 {
     float scale = 1.0f;
     for (size_t i = 0; i < weights; i++) {
         if (i % ROW == 0)
-            scale = (float)pow(10.0, -3.0 * uniform());
-        const float w = (float)gaussian() * scale;
+            scale = (float)pow(10.0, -3.0 * bench_uniform());
+        const float w = (float)bench_gaussian() * scale;
         if (t == TM_TYPE_F32) {
             memcpy(in + 4 * i, &w, 4);
         } else {
-            const uint16_t h = t == TM_TYPE_F16 ? half_of(w) : bf16_of(w);
+            uint16_t h; /* rounded to nearest even */
+            (t == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(&w, &h, 1);
             memcpy(in + 2 * i, &h, 2);
         }
     }
@@ -187,12 +138,6 @@ typedef struct timing {
     double median, best; /* seconds per call */
 } timing;
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef void (*bench_fn)(void *ctx);
 
 /* warmup untimed calls, then calls timed one by one: the median and the fastest. */
@@ -202,12 +147,12 @@ static timing measure(bench_fn fn, void *ctx, int warmup, int calls)
         fn(ctx);
     double *s = alloc_or_die((size_t)calls * sizeof *s);
     for (int i = 0; i < calls; i++) {
-        const double t0 = now();
+        const double t0 = bench_seconds(bench_clock);
         fn(ctx);
-        s[i] = now() - t0;
+        s[i] = bench_seconds(bench_clock) - t0;
     }
-    qsort(s, (size_t)calls, sizeof *s, by_value);
-    const timing t = { s[calls / 2], s[0] };
+    timing t;
+    t.median = bench_median(s, calls, &t.best);
     free(s);
     return t;
 }
@@ -425,16 +370,9 @@ static void header(void)
     }
     if (f)
         fclose(f);
-    double load[3] = { -1, -1, -1 };
-    f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
-            load[0] = -1;
-        fclose(f);
-    }
+    double load[3];
     char date[32];
-    const time_t t = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    bench_load_and_date(load, date);
     printf("tensormap %s dequant bench, %s\n"
            "CPU: %s, %ld online CPUs; load average %.2f %.2f %.2f at start\n"
            "compiler: gcc %s; library: %s\n"

@@ -49,13 +49,6 @@ static size_t w_bytes_min = (size_t)256 << 20;
 
 static clockid_t one_thread_clock = CLOCK_MONOTONIC;
 
-static double now_on(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void die(const char *what)
 {
     fprintf(stderr, "matvec bench: %s\n", what);
@@ -63,45 +56,6 @@ static void die(const char *what)
 }
 
 /* ---- inputs -------------------------------------------------------------------------------- */
-
-static uint64_t rng = 0x243f6a8885a308d3u;
-static uint64_t next_u64(void)
-{
-    uint64_t z = (rng += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-static double uniform(void) { return ((double)(next_u64() >> 11) + 0.5) * 0x1p-53; }
-static double gaussian(void) { return sqrt(-2.0 * log(uniform())) * cos(6.283185307179586 * uniform()); }
-
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-/* float -> half, round to nearest even (|f| < 65504; subnormals included) */
-static uint16_t half_of(float f)
-{
-    const uint32_t sign = f32_bits(f) >> 16 & 0x8000u;
-    const float a = fabsf(f);
-    if (a < 0x1p-14f)
-        return (uint16_t)(sign | (uint32_t)lrintf(a * 0x1p24f));
-    const uint32_t e = (f32_bits(a) >> 23) - 112, m = f32_bits(a) & 0x7fffffu, rest = m & 0x1fffu;
-    uint32_t h = e << 10 | m >> 13;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
-        h++;
-    return (uint16_t)(sign | h);
-}
-
-static uint16_t bf16_of(float f)
-{
-    const uint32_t u = f32_bits(f);
-    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1)) >> 16);
-}
 
 static tm_file *corpus;
 
@@ -111,9 +65,10 @@ static void fill_w(tm_type t, uint8_t *w, size_t n_bytes)
         float scale = 1.0f;
         for (size_t i = 0; i < n_bytes / 2; i++) {
             if (i % COLS == 0)
-                scale = (float)pow(10.0, -3.0 * uniform());
-            const float v = (float)gaussian() * scale;
-            const uint16_t h = t == TM_TYPE_F16 ? half_of(v) : bf16_of(v);
+                scale = (float)pow(10.0, -3.0 * bench_uniform());
+            const float v = (float)bench_gaussian() * scale;
+            uint16_t h; /* rounded to nearest even */
+            (t == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(&v, &h, 1);
             memcpy(w + 2 * i, &h, 2);
         }
         return;
@@ -158,13 +113,13 @@ static double read_ceiling(const uint8_t *p, size_t n, unsigned n_threads)
         read_part parts[2] = { { p, n / n_threads, 0 }, { p + n / 2, n - n / 2, 0 } };
         pthread_t tid;
         const clockid_t clock = n_threads == 1 ? one_thread_clock : CLOCK_MONOTONIC;
-        const double t0 = now_on(clock);
+        const double t0 = bench_seconds(clock);
         if (n_threads == 2 && pthread_create(&tid, NULL, read_bytes, &parts[1]) != 0)
             die("cannot start a thread");
         read_bytes(&parts[0]);
         if (n_threads == 2)
             pthread_join(tid, NULL);
-        t[c] = now_on(clock) - t0;
+        t[c] = bench_seconds(clock) - t0;
         sink += parts[0].sum ^ parts[1].sum;
     }
     (void)sink;
@@ -201,10 +156,10 @@ static void bench_row(const tm_tensor *w, const float *x, float *y, const char *
     tm_error err;
     const clockid_t clock = n_threads == 1 ? one_thread_clock : CLOCK_MONOTONIC;
     for (int c = 0; c <= CALLS; c++) {
-        const double t0 = now_on(clock);
+        const double t0 = bench_seconds(clock);
         if (tm_matvec(w, x, y, mode, n_threads, &err) != TM_OK)
             die(err.message);
-        t[c] = now_on(clock) - t0;
+        t[c] = bench_seconds(clock) - t0;
     }
     const double gbs = (double)w->n_bytes / bench_median(t + 1, CALLS, NULL);
     const double ratio = gbs / ceiling;
@@ -219,16 +174,9 @@ static void bench_row(const tm_tensor *w, const float *x, float *y, const char *
 
 static void header(void)
 {
-    double load[3] = { -1, -1, -1 };
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
-            load[0] = -1;
-        fclose(f);
-    }
+    double load[3];
     char date[32];
-    const time_t t = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    bench_load_and_date(load, date);
     printf("tensormap matvec bench, %s\n", date);
     bench_print_cpu();
     printf("flags     %s\n"
@@ -276,7 +224,7 @@ int main(int argc, char **argv)
     if (!x)
         die("out of memory");
     for (int c = 0; c < COLS; c++)
-        x[c] = (float)gaussian();
+        x[c] = (float)bench_gaussian();
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const tm_type type = types[ti].type;
         if (only_type && strcmp(only_type, tm_type_name(type)) != 0)

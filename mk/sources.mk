@@ -11,11 +11,19 @@ COMPUTE_SRCS := $(sort $(wildcard src/compute/*.c))
 WRITE_SRCS   := $(sort $(wildcard src/write/*.c))
 LIB_SRCS := $(COMMON_SRCS) $(IO_SRCS) $(READ_SRCS) $(COMPUTE_SRCS) $(WRITE_SRCS)
 
-# Kernel files, one line each, in the list of the instruction set they are built for: the list
-# gives them its -m flags, and nothing else gets any. (A new file's table also goes into
-# TM__KERNEL_TABLES in src/compute/dequant.h; a matvec file's, into src/compute/matvec.c's chains.)
+# Kernel files, one line each, in the list of the instruction-set path they are built for. The
+# list gives a file its -m flags (nothing else gets any) and its path: adding a kernel file is
+# this one edit, its line here. The file exports one table named after it, tm__kernels_<name>
+# (src/compute/x86/dequant_avx2_lut.c: tm__kernels_dequant_avx2_lut), which src/compute/isa.c
+# merges into the path; KERNEL_TABLES below hands isa.c the list, and a table the file does not
+# define fails the link. (A new path is a line of TM__ISA_LIST in src/compute/kernels.h, a list
+# here and its KERNEL_PATHS entry.)
 AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
+SCALAR_SRCS  := src/compute/dequant_scalar.c
+SCALAR_SRCS  += src/compute/dequant_scalar_iq.c
+SCALAR_SRCS  += src/compute/dequant_scalar_lut.c
+SCALAR_SRCS  += src/compute/matvec_scalar.c
 AVX2_SRCS    := src/compute/x86/dequant_avx2.c
 AVX2_SRCS    += src/compute/x86/dequant_avx2_lut.c
 AVX2_SRCS    += src/compute/x86/dequant_avx2_iq.c
@@ -28,12 +36,18 @@ NEON_SRCS    := src/compute/arm/dequant_neon.c
 NEON_SRCS    += src/compute/arm/dequant_neon_iq.c
 NEON_SRCS    += src/compute/arm/matvec_neon.c
 
+# The paths built for this architecture (the scalar files are in COMPUTE_SRCS already).
+KERNEL_PATHS := SCALAR
 ifeq ($(ARCH),x86_64)
+KERNEL_PATHS += AVX2 AVX512
 LIB_SRCS += src/compute/x86/cpu.c $(AVX2_SRCS) $(AVX512_SRCS)
 endif
 ifeq ($(ARCH),aarch64)
+KERNEL_PATHS += NEON
 LIB_SRCS += $(NEON_SRCS)
 endif
+# X(tm__kernels_<name>,PATH) for every kernel file built, as TM__KERNEL_TABLES(X) for isa.c.
+KERNEL_TABLES := $(foreach p,$(KERNEL_PATHS),$(foreach f,$($(p)_SRCS),X(tm__kernels_$(basename $(notdir $(f))),$(p))))
 LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ_DIR)/%.o)
 
 # Optimisation beyond the build's own, per kernel file (measured: BENCHMARKS.md, 2026-12-01).
@@ -44,10 +58,11 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(OBJ_DIR)/%.o)
 # AVX-512 dequant file lost up to 25% on q2_K, q4_K and q6_K at -O3, so it keeps the build's.
 SCALAR_OPT  := -O3
 AVX2_OPT    := -O3
-SCALAR_SRCS := src/compute/dequant_scalar.c src/compute/dequant_scalar_iq.c src/compute/dequant_scalar_lut.c
+SCALAR_O3_SRCS := src/compute/dequant_scalar.c src/compute/dequant_scalar_iq.c src/compute/dequant_scalar_lut.c
 AVX2_O3_SRCS := src/compute/x86/dequant_avx2.c
 
 $(AVX2_SRCS:%.c=$(OBJ_DIR)/%.o):   ISA_FLAGS := $(AVX2_FLAGS)
 $(AVX512_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX512_FLAGS)
-$(SCALAR_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(SCALAR_OPT)
+$(SCALAR_O3_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(SCALAR_OPT)
 $(AVX2_O3_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX2_FLAGS) $(AVX2_OPT)
+$(OBJ_DIR)/src/compute/isa.o: ISA_FLAGS := -D'TM__KERNEL_TABLES(X)=$(KERNEL_TABLES)'

@@ -2,7 +2,6 @@
  * bit, on every instruction-set path this machine has), every SIMD kernel against the scalar
  * one on fresh random blocks at the edges of memory, hand-built blocks whose values are known
  * by construction, the threaded whole-tensor path, and the API's refusals. */
-#include "../src/compute/dequant.h"
 #include "support/dequant_nan.h"
 #include "tensormap.h"
 
@@ -606,6 +605,45 @@ Test(dequant_api, types_without_a_decoder_are_refused)
     cr_assert_eq(tm_type_block_elems((tm_type)43), 0);
 }
 
+/* Every entry point refuses a type without a decoder in the same words, naming the tensor:
+ * tm_dequant_tensor and tm_dequant_rows (which check the block geometry first) as
+ * tm_dequant_raw and tm_matvec do. */
+Test(dequant_api, every_entry_point_refuses_a_type_without_a_decoder_alike)
+{
+    static const struct {
+        unsigned id;
+        const char *says;
+    } cases[] = {
+        { 4, "tensor 'w': type q4_2 has no decoder in this library" },
+        { TM_TYPE_Q8_K, "tensor 'w': type q8_K has no decoder in this library" },
+        { 77, "tensor 'w': type id 77 is not a known type" },
+    };
+    static const uint8_t data[1024];
+    float out[256], x[256] = { 0 };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tm_tensor t;
+        memset(&t, 0, sizeof t);
+        t.name.ptr = "w";
+        t.name.len = 1;
+        t.type = (tm_type)cases[i].id;
+        t.n_dims = 1;
+        t.ne[0] = t.n_elements = tm_type_block_elems(t.type) ? tm_type_block_elems(t.type) : 1;
+        t.ne[1] = t.ne[2] = t.ne[3] = 1;
+        t.n_bytes = tm_type_block_bytes(t.type);
+        t.data = data;
+        t.info_offset = 123;
+        tm_error err = {0};
+        cr_assert_eq(tm_dequant_tensor(&t, out, 1, &err), TM_UNSUPPORTED, "id %u", cases[i].id);
+        cr_assert_str_eq(err.message, cases[i].says);
+        cr_assert_eq(err.offset, 123);
+        cr_assert_eq(tm_dequant_rows(&t, 0, 1, out, &err), TM_UNSUPPORTED, "id %u", cases[i].id);
+        cr_assert_str_eq(err.message, cases[i].says);
+        cr_assert_eq(tm_matvec(&t, x, out, TM_MATVEC_F32, 1, &err), TM_UNSUPPORTED);
+        cr_assert(strncmp(err.message, "tm_matvec: ", 11) == 0, "%s", err.message);
+        cr_assert_str_eq(err.message + 11, cases[i].says);
+    }
+}
+
 /* Every id ggml defines that has a float decoder there decodes here: all but q8_1 and q8_K. */
 Test(dequant_api, every_ggml_type_with_a_ggml_decoder_decodes)
 {
@@ -706,108 +744,4 @@ Test(dequant_api, bad_tm_isa_environment_is_an_error)
     cr_assert_str_eq(tm_isa(), "none");
     cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
     cr_assert_eq(tm_dequant_raw(TM_TYPE_Q8_0, block, 32, out, &err), TM_OK, "%s", err.message);
-}
-
-/* ---- which kernel each path runs ------------------------------------------------------------ */
-
-/* The types each SIMD path has a kernel of its own for, by name: kept by hand on purpose, so
- * that a kernel dropped from its table (which every SIMD-vs-scalar test would still pass, the
- * fallback being exact) fails here. */
-static const struct {
-    unsigned isa;
-    const char *types;
-} own_kernels[] = {
-    { TM__ISA_AVX2, " f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K"
-                    " iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0 tq1_0 tq2_0"
-                    " iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m " },
-    { TM__ISA_AVX512, " f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K"
-                      " iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0 tq1_0 tq2_0"
-                      " iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m " },
-    { TM__ISA_NEON, " f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K"
-                    " iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m " },
-};
-
-static const unsigned fallback_of[TM__N_ISAS] = {
-#define FALLBACK(id, name, fallback) [TM__ISA_##id] = TM__ISA_##fallback,
-    TM__ISA_LIST(FALLBACK)
-#undef FALLBACK
-};
-
-static bool has_own_kernel(unsigned isa, tm_type type)
-{
-    if (isa == TM__ISA_SCALAR)
-        return true;
-    char key[32];
-    snprintf(key, sizeof key, " %s ", tm_type_name(type));
-    for (size_t i = 0; i < sizeof own_kernels / sizeof own_kernels[0]; i++)
-        if (own_kernels[i].isa == isa && strstr(own_kernels[i].types, key))
-            return true;
-    return false;
-}
-
-/* Per path built here and per decodable type: the kernel the path runs is its own when the list
- * above says so, and otherwise the one its fallback chain reaches first (avx512 -> avx2 ->
- * scalar), never scalar when a better fallback has one. Pure table lookups: checked whether or
- * not this CPU can run the path. */
-Test(dequant_table, each_path_runs_its_own_kernel_or_the_nearest_fallback)
-{
-    unsigned checked = 0;
-    for (unsigned isa = 0; isa < TM__N_ISAS; isa++) {
-        unsigned from;
-        if (!tm__kernel_for(isa, TM_TYPE_F32, &from))
-            continue; /* not built for this architecture */
-        for (unsigned t = 0; t < MAX_TYPE_ID; t++) {
-            const tm_type type = (tm_type)t;
-            if (!known_id(t) || !tm_type_can_dequant(type))
-                continue;
-            unsigned want = isa;
-            while (!has_own_kernel(want, type))
-                want = fallback_of[want];
-            cr_assert(tm__kernel_for(isa, type, &from), "%s has no kernel on path %u",
-                      tm_type_name(type), isa);
-            cr_assert_eq(from, want, "%s on path %u runs path %u's kernel, want path %u's",
-                         tm_type_name(type), isa, from, want);
-            checked++;
-        }
-    }
-    cr_assert_gt(checked, 20u);
-}
-
-/* Merging the tables of a path must not hide a kernel: no two tables of one path fill the same
- * slot, and every table belongs to a path the library knows. */
-Test(dequant_table, tables_of_a_path_do_not_overlap)
-{
-    static const tm__kernels *const tables[] = {
-#define TABLE_REF(table) &table,
-        TM__KERNEL_TABLES(TABLE_REF)
-#undef TABLE_REF
-    };
-    static const char *const names[] = {
-#define NAME(id, name, fallback) name,
-        TM__ISA_LIST(NAME)
-#undef NAME
-    };
-    const size_t n = sizeof tables / sizeof tables[0];
-    for (size_t a = 0; a < n; a++) {
-        bool known = false;
-        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-            known = known || strcmp(tables[a]->name, names[k]) == 0;
-        cr_assert(known, "a kernel table names path %s, which is not in TM__ISA_LIST",
-                  tables[a]->name);
-        for (size_t b = a + 1; b < n; b++)
-            for (unsigned s = 0; strcmp(tables[a]->name, tables[b]->name) == 0 && s < TM__SLOTS; s++)
-                cr_assert(!tables[a]->fn[s] || !tables[b]->fn[s],
-                          "two %s tables both have a kernel for slot %u", tables[a]->name, s);
-    }
-}
-
-/* The slot counts follow the type lists: the largest ggml id has a slot and the first
- * safetensors id comes after them. */
-Test(dequant_table, slots_cover_every_type)
-{
-    cr_assert_eq(TM__GGML_SLOTS, TM_TYPE_Q2_0 + 1);
-    cr_assert_eq(TM__ST_SLOTS, TM_TYPE_U64 - TM_TYPE_U8 + 1);
-    cr_assert_eq(tm__type_slot(TM_TYPE_U8), TM__GGML_SLOTS);
-    cr_assert_eq(tm__type_slot((tm_type)(TM_TYPE_U64 + 1)), -1);
-    cr_assert_eq(tm__type_slot((tm_type)TM__GGML_SLOTS), -1);
 }

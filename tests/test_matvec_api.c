@@ -9,7 +9,6 @@
  *                  of 32 or 256: d = max|x| / 127, code = round(x / d)):
  *                  |y - W xq| <= 1e-4 max|W xq| (float32 sums over blocks, as ggml's); and so
  *                  |y - W x| <= sum_j |w_j| d_j / 2 + that. */
-#include "../src/compute/matvec.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>
@@ -268,33 +267,6 @@ Test(matvec_api, q8_mode_without_a_kernel_is_the_f32_result)
     golden_close(&g);
 }
 
-/* The tables hold the SIMD kernels the docs promise: a kernel dropped from a table would pass
- * every accuracy test silently on the next path down. */
-Test(matvec_api, tables_hold_the_promised_kernels)
-{
-    const tm_type f32_kernels[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q8_0,
-                                    TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K };
-    /* 8-bit kernels: every path but AVX-512 has q4_0's (AVX-512 runs AVX2's) */
-    const tm_type q8_kernels[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K, TM_TYPE_Q4_0 };
-    for (size_t i = 0; i < sizeof q8_kernels / sizeof q8_kernels[0]; i++)
-        cr_assert(tm__matvec_scalar.q8[q8_kernels[i]], "scalar q8 %s", tm_type_name(q8_kernels[i]));
-#if defined(__x86_64__)
-    const tm__matvec_kernels *simd[] = { &tm__matvec_avx2, &tm__matvec_avx512 };
-#else
-    cr_skip_test("the x86 tables only: NEON's are checked by tests/arm/matvec_check.c");
-    const tm__matvec_kernels *simd[] = { &tm__matvec_scalar };
-#endif
-    for (size_t k = 0; k < sizeof simd / sizeof simd[0]; k++) {
-        for (size_t i = 0; i < sizeof f32_kernels / sizeof f32_kernels[0]; i++)
-            cr_assert(simd[k]->f32[f32_kernels[i]], "%s has no F32 kernel for %s", simd[k]->name,
-                      tm_type_name(f32_kernels[i]));
-        const size_t n_q8 = strcmp(simd[k]->name, "avx512") == 0 ? 3 : 4;
-        for (size_t i = 0; i < n_q8; i++)
-            cr_assert(simd[k]->q8[q8_kernels[i]], "%s has no Q8 kernel for %s", simd[k]->name,
-                      tm_type_name(q8_kernels[i]));
-    }
-}
-
 /* ---- random blocks, fresh every run: every path against a product of ggml-free decoding --- */
 
 /* A random block image with a sane half scale (about 0.01) in each scale field. */
@@ -535,6 +507,57 @@ Test(matvec_api, refusals_name_the_tensor_and_the_problem)
     cr_assert_eq(tm_matvec_rows(t, 0, 9, x, y, TM_MATVEC_F32, &err), TM_INVALID_ARG);
     cr_assert_eq(y[0], 42.0f);
     golden_close(&g);
+}
+
+/* tm_matvec runs on the path tm_set_isa (or TM_ISA) chose, with the kernels merged for it, and
+ * never looks the path up again: every path the library accepts multiplies every type it decodes,
+ * in both modes. Walks tm_isa_built, so a path added to the ISA list is checked as soon as a
+ * kernel file builds it; a second list of paths inside matvec that missed it would fail here
+ * with TM_ISA. Zero blocks: only the status is asked for (the values are tested above). */
+Test(matvec_api, every_path_the_library_accepts_multiplies_every_decodable_type)
+{
+    static const uint8_t zeros[2 * 256];
+    const float x[256] = { 0 };
+    unsigned ran = 0;
+    for (unsigned i = 0; tm_isa_built(i); i++) {
+        const char *isa = tm_isa_built(i);
+        if (!tm_isa_available(isa)) {
+            cr_log_info("instruction set %s: built, but this CPU lacks it", isa);
+            continue;
+        }
+        tm_error err = {0};
+        cr_assert_eq(tm_set_isa(isa, &err), TM_OK, "tm_set_isa(%s): %s", isa, err.message);
+        for (unsigned id = 0; id < 1024 + 64; id++) {
+            const tm_type type = (tm_type)id;
+            if ((id >= 64 && id < 1024) || !tm_type_can_dequant(type))
+                continue;
+            cr_assert_leq(2 * tm_type_block_bytes(type), sizeof zeros);
+            const tm_tensor t = tensor_over("w", type, zeros, tm_type_block_elems(type), 2);
+            for (unsigned mode = 0; mode < 2; mode++) {
+                float y[2];
+                cr_assert_eq(tm_matvec(&t, x, y, mode, 1, &err), TM_OK, "%s, %s, mode %u: %s",
+                             isa, tm_type_name(type), mode, err.message);
+            }
+        }
+        ran++;
+    }
+    cr_assert_gt(ran, 0u);
+}
+
+/* TM_ISA naming something unusable: tm_matvec fails with TM_ISA, as the decoders do, saying why;
+ * tm_set_isa clears it (Criterion runs each test in a fresh process: the path is chosen here). */
+Test(matvec_api, bad_tm_isa_environment_is_an_error)
+{
+    setenv("TM_ISA", "avx9000", 1);
+    const float v[32] = { 0 }, x[32] = { 0 };
+    float y[1];
+    const tm_tensor t = tensor_over("w", TM_TYPE_F32, v, 32, 1);
+    tm_error err = {0};
+    cr_assert_eq(tm_matvec(&t, x, y, TM_MATVEC_F32, 1, &err), TM_ISA);
+    cr_assert(strstr(err.message, "tm_matvec: TM_ISA: instruction set") &&
+              strstr(err.message, "avx9000") && strstr(err.message, "unknown"), "%s", err.message);
+    cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
+    cr_assert_eq(tm_matvec(&t, x, y, TM_MATVEC_F32, 1, &err), TM_OK, "%s", err.message);
 }
 
 /* Decision: a 1-D tensor is one row (as tm_tensor_rows and tm_dequant_rows see it): y has one

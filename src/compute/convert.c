@@ -2,15 +2,7 @@
  * export to safetensors writes. Integer arithmetic only, so the result does not depend on the
  * FPU's rounding mode, the compiler's contraction choices or flush-to-zero settings. */
 #include "../common/internal.h"
-
-#include <string.h>
-
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+#include "blocks.h"
 
 /* Shift right by s (1..31) and round the dropped bits to nearest, ties to even. */
 static uint32_t shift_round_even(uint32_t v, unsigned s)
@@ -21,7 +13,7 @@ static uint32_t shift_round_even(uint32_t v, unsigned s)
 
 static uint16_t f16_of(float f)
 {
-    const uint32_t x = f32_bits(f), sign = x >> 16 & 0x8000u, mag = x & 0x7fffffffu;
+    const uint32_t x = tm__f32_bits(f), sign = x >> 16 & 0x8000u, mag = x & 0x7fffffffu;
     if (mag > 0x7f800000u)
         return (uint16_t)(sign | 0x7e00u);          /* NaN: quiet, sign kept */
     if (mag >= 0x477ff000u)
@@ -37,7 +29,7 @@ static uint16_t f16_of(float f)
 
 static uint16_t bf16_of(float f)
 {
-    const uint32_t x = f32_bits(f);
+    const uint32_t x = tm__f32_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)((x >> 16 & 0x8000u) | 0x7fc0u); /* NaN: quiet, sign kept */
     return (uint16_t)((x + 0x7fffu + (x >> 16 & 1u)) >> 16);

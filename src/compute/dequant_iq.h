@@ -1,7 +1,7 @@
 /* Pieces the SIMD kernels of the grid i-quants (iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s,
  * iq1_m) share: the scalar unpacking of their scales and sign bytes, exactly as FORMATS-more.md
- * gives it, and the initialiser of a table of signs as +-1.0f. static inline, as in dequant.h: every kernel
- * file compiles its own copy with its own flags. */
+ * gives it, and the initialiser of a table of signs as +-1.0f. static inline, as in blocks.h:
+ * every kernel file compiles its own copy with its own flags. */
 #ifndef TM_DEQUANT_IQ_H
 #define TM_DEQUANT_IQ_H
 

@@ -14,6 +14,7 @@
 #ifndef TM_DEQUANT_IQ_GRID_H
 #define TM_DEQUANT_IQ_GRID_H
 
+#include "blocks.h"
 #include "dequant_iq.h"
 
 /* the scale of an iq2_xxs, iq2_xs, iq2_s or iq3_xxs group, in every lane */
@@ -24,7 +25,7 @@ static IQ_VEC grid_scale(float d, unsigned k, float f) { return IQ_SPLAT(tm__iq_
 static void IQ_NAME(iq2_xxs)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xxs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -41,7 +42,7 @@ static void IQ_NAME(iq2_xxs)(const void *src, float *dst, size_t n)
 static void IQ_NAME(iq2_xs)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 74) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -59,7 +60,7 @@ static void IQ_NAME(iq2_xs)(const void *src, float *dst, size_t n)
 static void IQ_NAME(iq2_s)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 82) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -79,7 +80,7 @@ static void IQ_NAME(iq2_s)(const void *src, float *dst, size_t n)
 static void IQ_NAME(iq3_xxs)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 98) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_xxs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -96,7 +97,7 @@ static void IQ_NAME(iq3_xxs)(const void *src, float *dst, size_t n)
 static void IQ_NAME(iq3_s)(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 110) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {

@@ -4,7 +4,8 @@
  * the same order (see ../shared/FORMATS.md), so the output matches ggml's bit for bit. The file
  * is built with -ffp-contract=off: "a * b - c" must round the product before the subtraction.
  * Blocks are read byte by byte (they are only 2-byte aligned in a file); no pointer casts. */
-#include "dequant.h"
+#include "blocks.h"
+#include "kernels.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static void dequant_bf16_scalar(const void *src, float *dst, size_t n)
 static void dequant_q4_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_0), dst += 32) {
         const float d = tm__rdh(b);
         for (int j = 0; j < 16; j++) {
             dst[j] = (float)((b[2 + j] & 15) - 8) * d;
@@ -50,7 +51,7 @@ static void dequant_q4_0_scalar(const void *src, float *dst, size_t n)
 static void dequant_q4_1_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 20, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_1), dst += 32) {
         const float d = tm__rdh(b), m = tm__rdh(b + 2);
         for (int j = 0; j < 16; j++) {
             dst[j] = (float)(b[4 + j] & 15) * d + m;
@@ -63,7 +64,7 @@ static void dequant_q4_1_scalar(const void *src, float *dst, size_t n)
 static void dequant_q5_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_0), dst += 32) {
         const float d = tm__rdh(b);
         const uint32_t qh = tm__rd32(b + 2);
         for (int j = 0; j < 16; j++) {
@@ -79,7 +80,7 @@ static void dequant_q5_0_scalar(const void *src, float *dst, size_t n)
 static void dequant_q5_1_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_1), dst += 32) {
         const float d = tm__rdh(b), m = tm__rdh(b + 2);
         const uint32_t qh = tm__rd32(b + 4);
         for (int j = 0; j < 16; j++) {
@@ -95,7 +96,7 @@ static void dequant_q5_1_scalar(const void *src, float *dst, size_t n)
 static void dequant_q8_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 34, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q8_0), dst += 32) {
         const float d = tm__rdh(b);
         for (int j = 0; j < 32; j++)
             dst[j] = (float)(int8_t)b[2 + j] * d;
@@ -110,7 +111,7 @@ static void dequant_q8_0_scalar(const void *src, float *dst, size_t n)
 static void dequant_q2_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 84) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_K)) {
         const float d = tm__rdh(b + 80), dmin = tm__rdh(b + 82);
         const uint8_t *sc = b, *q = b + 16;
         for (int half = 0; half < 2; half++, q += 32) {
@@ -139,7 +140,7 @@ static void q3_K_scales(const uint8_t *s12, int8_t out[16])
 static void dequant_q3_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 110) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q3_K)) {
         const float d = tm__rdh(b + 108);
         const uint8_t *hm = b, *q = b + 32;
         int8_t sc[16];
@@ -165,7 +166,7 @@ static void dequant_q3_K_scalar(const void *src, float *dst, size_t n)
 static void dequant_q4_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 144) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_K)) {
         const float d = tm__rdh(b), dmin = tm__rdh(b + 2);
         const uint8_t *q = b + 16;
         for (int p = 0; p < 4; p++, q += 32, dst += 64) {
@@ -187,7 +188,7 @@ static void dequant_q4_K_scalar(const void *src, float *dst, size_t n)
 static void dequant_q5_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 176) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_K)) {
         const float d = tm__rdh(b), dmin = tm__rdh(b + 2);
         const uint8_t *qh = b + 16, *q = b + 48;
         for (int p = 0; p < 4; p++, q += 32, dst += 64) {
@@ -210,7 +211,7 @@ static void dequant_q5_K_scalar(const void *src, float *dst, size_t n)
 static void dequant_q6_K_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 210) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q6_K)) {
         const float d = tm__rdh(b + 208);
         const uint8_t *ql = b, *qh = b + 128;
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
@@ -313,9 +314,8 @@ static void dequant_bool_scalar(const void *src, float *dst, size_t n)
         dst[i] = p[i] ? 1.0f : 0.0f;
 }
 
-const tm__kernels tm__kernels_scalar = {
-    .name = "scalar",
-    .fn = {
+const tm__kernels tm__kernels_dequant_scalar = {
+    .dequant = {
         [TM_TYPE_F32] = dequant_f32_scalar,
         [TM_TYPE_F16] = dequant_f16_scalar,
         [TM_TYPE_BF16] = dequant_bf16_scalar,

@@ -6,7 +6,8 @@
  * dequantize_row_<type> in the same order (../shared/formats/FORMATS-more.md): the scale is
  * built first, then (scale * magnitude) * (+-1.0f), the sign applied by a multiply as ggml does
  * (a float negation would differ only for a NaN scale). Built with -ffp-contract=off. */
-#include "dequant.h"
+#include "blocks.h"
+#include "kernels.h"
 #include "quant_tables.h"
 
 /* +1.0f, or -1.0f when bit is 1, built from its bits: as a value the compiler cannot see, the
@@ -31,7 +32,7 @@ static float iq2_scale(float d, unsigned k) { return (d * (0.5f + (float)k)) * 0
 static void dequant_iq2_xxs_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xxs)) {
         const float d = tm__rdh(b);
         for (int g = 0; g < 8; g++) {
             const uint8_t *rec = b + 2 + 8 * g;
@@ -48,7 +49,7 @@ static void dequant_iq2_xxs_scalar(const void *src, float *dst, size_t n)
 static void dequant_iq2_xs_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 74) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xs)) {
         const float d = tm__rdh(b);
         for (int g = 0; g < 8; g++) {
             const float db[2] = { iq2_scale(d, b[66 + g] & 15u), iq2_scale(d, b[66 + g] >> 4u) };
@@ -65,7 +66,7 @@ static void dequant_iq2_xs_scalar(const void *src, float *dst, size_t n)
 static void dequant_iq2_s_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 82) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_s)) {
         const float d = tm__rdh(b);
         for (int g = 0; g < 8; g++) {
             const float db[2] = { iq2_scale(d, b[74 + g] & 15u), iq2_scale(d, b[74 + g] >> 4u) };
@@ -86,7 +87,7 @@ static uint64_t pair(uint32_t first, uint32_t second) { return (uint64_t)second 
 static void dequant_iq3_xxs_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 98) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_xxs)) {
         const float d = tm__rdh(b);
         for (int g = 0; g < 8; g++) {
             const uint32_t a = tm__rd32(b + 66 + 4 * g);
@@ -105,7 +106,7 @@ static void dequant_iq3_xxs_scalar(const void *src, float *dst, size_t n)
 static void dequant_iq3_s_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 110) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_s)) {
         const float d = tm__rdh(b);
         for (unsigned g = 0; g < 8; g++) {
             const unsigned k = (unsigned)b[106 + g / 2] >> 4 * (g % 2) & 15;
@@ -138,7 +139,7 @@ static float iq1_delta(unsigned set) { return set ? -0.125f : 0.125f; }
 static void dequant_iq1_s_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 50) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_s)) {
         const float d = tm__rdh(b);
         for (int g = 0; g < 8; g++) {
             const unsigned w = tm__rd16(b + 34 + 2 * g);
@@ -157,7 +158,7 @@ static void dequant_iq1_s_scalar(const void *src, float *dst, size_t n)
 static void dequant_iq1_m_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 56) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_m)) {
         unsigned w[4];
         for (int k = 0; k < 4; k++)
             w[k] = tm__rd16(b + 48 + 2 * k);
@@ -176,9 +177,8 @@ static void dequant_iq1_m_scalar(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_scalar_iq = {
-    .name = "scalar",
-    .fn = {
+const tm__kernels tm__kernels_dequant_scalar_iq = {
+    .dequant = {
         [TM_TYPE_IQ2_XXS] = dequant_iq2_xxs_scalar,
         [TM_TYPE_IQ2_XS] = dequant_iq2_xs_scalar,
         [TM_TYPE_IQ2_S] = dequant_iq2_s_scalar,

@@ -5,7 +5,8 @@
  * (../shared/formats/FORMATS-more.md). Every product here is exact for finite scales, so the
  * order decides only the sign of a zero and which NaN comes out: a zero code times a negative
  * scale is -0, and never a literal 0.0f. Built with -ffp-contract=off; blocks read byte by byte. */
-#include "dequant.h"
+#include "blocks.h"
+#include "kernels.h"
 #include "quant_tables.h"
 
 /* ---- 16-entry value tables --------------------------------------------------------------- */
@@ -15,7 +16,7 @@
 static void dequant_iq4_nl_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_nl), dst += 32) {
         const float d = tm__rdh(b);
         for (int j = 0; j < 16; j++) {
             dst[j] = d * (float)tm__kvalues_iq4nl[b[2 + j] & 15];
@@ -30,12 +31,10 @@ static void dequant_iq4_nl_scalar(const void *src, float *dst, size_t n)
 static void dequant_iq4_xs_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 136) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq4_xs)) {
         const float d = tm__rdh(b);
-        const unsigned sh = tm__rd16(b + 2);
         for (unsigned g = 0; g < 8; g++, dst += 32) {
-            const int ls = (int)(((unsigned)b[4 + g / 2] >> 4 * (g % 2) & 15) | (sh >> 2 * g & 3) << 4);
-            const float dl = d * (float)(ls - 32);
+            const float dl = d * (float)(tm__iq4_xs_scale(b, g) - 32);
             const uint8_t *q = b + 8 + 16 * g;
             for (int j = 0; j < 16; j++) {
                 dst[j] = dl * (float)tm__kvalues_iq4nl[q[j] & 15];
@@ -51,7 +50,7 @@ static void dequant_iq4_xs_scalar(const void *src, float *dst, size_t n)
 static void dequant_mxfp4_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 17, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_mxfp4), dst += 32) {
         const float d = tm__e8m0_half(b[0]);
         for (int j = 0; j < 16; j++) {
             dst[j] = (float)tm__kvalues_fp4[b[1 + j] & 15] * d;
@@ -65,7 +64,7 @@ static void dequant_mxfp4_scalar(const void *src, float *dst, size_t n)
 static void dequant_nvfp4_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 36) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_nvfp4)) {
         for (int s = 0; s < 4; s++, dst += 16) {
             const float d = tm__ue4m3_half(b[s]);
             const uint8_t *q = b + 4 + 8 * s;
@@ -94,7 +93,7 @@ static int trit(uint8_t byte, int n)
 static void dequant_tq1_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 54, dst += 256) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq1_0), dst += 256) {
         const float d = tm__rdh(b + 52);
         for (int t = 0; t < 5; t++)
             for (int m = 0; m < 32; m++)
@@ -113,7 +112,7 @@ static void dequant_tq1_0_scalar(const void *src, float *dst, size_t n)
 static void dequant_tq2_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq2_0)) {
         const float d = tm__rdh(b + 64);
         for (int k = 0; k < 2; k++)
             for (int l = 0; l < 4; l++, dst += 32)
@@ -129,7 +128,7 @@ static void dequant_tq2_0_scalar(const void *src, float *dst, size_t n)
 static void dequant_q1_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 18, dst += 128) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q1_0), dst += 128) {
         const float d = tm__rdh(b);
         for (int j = 0; j < 128; j++)
             dst[j] = b[2 + j / 8] >> (j % 8) & 1 ? d : -d;
@@ -140,16 +139,15 @@ static void dequant_q1_0_scalar(const void *src, float *dst, size_t n)
 static void dequant_q2_0_scalar(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 18, dst += 64) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_0), dst += 64) {
         const float d = tm__rdh(b);
         for (int j = 0; j < 64; j++)
             dst[j] = (float)((b[2 + j / 4] >> 2 * (j % 4) & 3) - 1) * d;
     }
 }
 
-const tm__kernels tm__kernels_scalar_lut = {
-    .name = "scalar",
-    .fn = {
+const tm__kernels tm__kernels_dequant_scalar_lut = {
+    .dequant = {
         [TM_TYPE_IQ4_NL] = dequant_iq4_nl_scalar,
         [TM_TYPE_IQ4_XS] = dequant_iq4_xs_scalar,
         [TM_TYPE_MXFP4] = dequant_mxfp4_scalar,

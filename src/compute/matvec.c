@@ -1,8 +1,8 @@
 /* tm_matvec_rows and tm_matvec: y = W x straight from the quantized blocks in the mapping.
  *
  * The instruction-set path is the dequant kernels' (tm_isa(): TM_ISA or cpuid, tm_set_isa). Per
- * type and mode, the kernel is taken from that path's table, else from the next path down
- * (avx512 -> avx2 -> scalar, neon -> scalar), else a row is computed here by decoding a few
+ * type and mode, the kernel is the path's merged one (isa.c: its own, else the next path down's,
+ * avx512 -> avx2 -> scalar, neon -> scalar), else a row is computed here by decoding a few
  * blocks at a time into a stack buffer (tm_dequant_raw, bit-exact on every path) and taking their
  * dot with x in double. So a type that gains a decoder works in both modes with no change
  * here. In TM_MATVEC_Q8, a type with no 8-bit kernel on any path falls back to that float32
@@ -12,57 +12,13 @@
  * on the row, so splitting the rows over threads cannot change a bit of y. Nothing here is
  * compiled with -m flags. */
 #include "../common/internal.h"
-#include "matvec.h"
+#include "compute.h"
 
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* tm_matvec: threads take rows in chunks of about this many bytes of W from a shared counter,
- * so a descheduled thread holds back one chunk, not its share */
-#define CHUNK_BYTES (256u << 10)
 /* the fallback decodes this many floats at a time (16 KiB of stack; a multiple of every block) */
 #define FALLBACK_FLOATS 4096u
-
-/* ---- the path ------------------------------------------------------------------------------ */
-
-/* Each path and the paths its missing kernels fall back to, best first. */
-static const tm__matvec_kernels *const *chain_named(const char *name)
-{
-    static const tm__matvec_kernels *const scalar[] = { &tm__matvec_scalar, NULL };
-#if defined(__x86_64__)
-    static const tm__matvec_kernels *const avx2[] = { &tm__matvec_avx2, &tm__matvec_scalar, NULL };
-    static const tm__matvec_kernels *const avx512[] = { &tm__matvec_avx512, &tm__matvec_avx2,
-                                                        &tm__matvec_scalar, NULL };
-    if (strcmp(name, "avx512") == 0)
-        return avx512;
-    if (strcmp(name, "avx2") == 0)
-        return avx2;
-#endif
-#if defined(__aarch64__)
-    static const tm__matvec_kernels *const neon[] = { &tm__matvec_neon, &tm__matvec_scalar, NULL };
-    if (strcmp(name, "neon") == 0)
-        return neon;
-#endif
-    return strcmp(name, "scalar") == 0 ? scalar : NULL;
-}
-
-static tm__mv_f32_fn *find_f32(const tm__matvec_kernels *const *chain, int slot)
-{
-    for (; *chain; chain++)
-        if ((*chain)->f32[slot])
-            return (*chain)->f32[slot];
-    return NULL;
-}
-
-static tm__mv_q8_fn *find_q8(const tm__matvec_kernels *const *chain, int slot)
-{
-    for (; *chain; chain++)
-        if ((*chain)->q8[slot])
-            return (*chain)->q8[slot];
-    return NULL;
-}
 
 /* ---- one call's plan ----------------------------------------------------------------------- */
 
@@ -81,14 +37,6 @@ typedef struct plan {
     float *y;                  /* y[0] is row r0 */
     uint64_t r0;
 } plan;
-
-static const char *label(const tm_tensor *t, char *buf, size_t cap)
-{
-    char q[96];
-    tm__quote(q, sizeof q, t->name.ptr, t->name.len);
-    snprintf(buf, cap, "tensor %s", q);
-    return buf;
-}
 
 /* ggml's quantize_row_q8_0: d = max|x| / 127, q = round(x / d). The reciprocal is taken in
  * double so that tiny blocks (max|x| < 127 * FLT_MIN) do not overflow it. A NaN or an infinity
@@ -138,62 +86,48 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "%s: tensor is NULL", fn);
     if (!x || !y)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "%s: %s: %s is NULL", fn,
-                        label(t, what, sizeof what), x ? "y" : "x");
+                        tm__tensor_label(t, what, sizeof what), x ? "y" : "x");
     if (mode != TM_MATVEC_F32 && mode != TM_MATVEC_Q8)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: %s: mode %u is neither TM_MATVEC_F32 (0) nor TM_MATVEC_Q8 (1)", fn,
-                        label(t, what, sizeof what), mode);
+                        tm__tensor_label(t, what, sizeof what), mode);
     const int slot = tm__type_slot(t->type);
-    if (slot < 0 || !tm_type_can_dequant(t->type)) {
-        const char *tn = tm_type_name(t->type);
-        if (tn)
-            return tm__fail(err, TM_UNSUPPORTED, t->info_offset,
-                            "%s: %s: type %s has no decoder in this library", fn,
-                            label(t, what, sizeof what), tn);
-        return tm__fail(err, TM_UNSUPPORTED, t->info_offset,
-                        "%s: %s: type id %u is not a known type", fn, label(t, what, sizeof what),
-                        (unsigned)t->type);
-    }
+    if (slot < 0 || !tm_type_can_dequant(t->type))
+        return tm__no_decoder(fn, t, t->type, err);
     const uint32_t be = tm_type_block_elems(t->type);
     const uint64_t cols = t->ne[0], rows = tm_tensor_rows(t);
     if (cols % be != 0)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: %s: a row of %llu elements is not a whole number of %u-element "
-                        "blocks", fn, label(t, what, sizeof what), (unsigned long long)cols, be);
+                        "blocks", fn, tm__tensor_label(t, what, sizeof what),
+                        (unsigned long long)cols, be);
     if (r0 > r1 || r1 > rows)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
                         "%s: %s: rows [%llu, %llu) are not a range inside its %llu rows", fn,
-                        label(t, what, sizeof what), (unsigned long long)r0,
+                        tm__tensor_label(t, what, sizeof what), (unsigned long long)r0,
                         (unsigned long long)r1, (unsigned long long)rows);
     if (rows && !t->data && !tm__tensor_is_remote(t))
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "%s: %s has no data", fn,
-                        label(t, what, sizeof what));
+                        tm__tensor_label(t, what, sizeof what));
 
-    const char *isa = tm_isa();
-    const tm__matvec_kernels *const *chain = chain_named(isa);
-    if (!chain) {
-        const char *env = getenv("TM_ISA");
-        char q[80];
-        tm__quote(q, sizeof q, env ? env : isa, env ? strlen(env) : strlen(isa));
-        return tm__fail(err, TM_ISA, TM_NO_OFFSET,
-                        "%s: TM_ISA=%s names an instruction set this machine cannot run "
-                        "(tm_set_isa chooses another)", fn, q);
-    }
+    const tm__kernels *k = tm__active_kernels(fn, err);
+    if (!k)
+        return TM_ISA;
     memset(p, 0, sizeof *p);
     p->w = t->data;
     p->n_blocks = (size_t)(cols / be);
     p->row_bytes = p->n_blocks * tm_type_block_bytes(t->type);
     p->type = t->type;
     p->block_elems = be;
-    p->f32 = find_f32(chain, slot);
+    p->f32 = k->mv_f32[slot];
     /* decode + dot takes the scalar f32 dot: each product exact in double. A SIMD float dot
      * broke 1e-6 on golden iq1_m and q1_0 rows whose terms sum to 300 times max|y|. */
-    p->dot = tm__matvec_scalar.f32[TM_TYPE_F32];
+    p->dot = tm__path_kernels(TM__ISA_SCALAR)->mv_f32[TM__SLOT(TM_TYPE_F32)];
     p->x = x;
     p->y = y;
     p->r0 = r0;
     if (mode == TM_MATVEC_Q8 && (be == 32 || be == 256) && r1 > r0)
-        p->q8 = find_q8(chain, slot);
+        p->q8 = k->mv_q8[slot];
     if (tm__tensor_is_remote(t)) {
         p->q8 = NULL; /* the checks are done; remote_rows plans each fetched piece */
         return TM_OK;
@@ -204,7 +138,7 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
         if (!p->xq)
             return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
                             "%s: %s: no memory for x quantized to 8 bits (%zu bytes)", fn,
-                            label(t, what, sizeof what), bytes);
+                            tm__tensor_label(t, what, sizeof what), bytes);
         quantize_x(x, p->n_blocks, be, p->xq);
     }
     return TM_OK;
@@ -280,21 +214,10 @@ tm_status tm_matvec_rows(const tm_tensor *w, uint64_t r0, uint64_t r1, const flo
 
 /* ---- all rows on N threads ----------------------------------------------------------------- */
 
-typedef struct shared_rows {
-    const plan *p;
-    uint64_t rows, chunk_rows;
-    atomic_uint_fast64_t next;
-} shared_rows;
-
-static void *worker(void *arg)
+/* Rows [first, first + n) of the plan ctx: one chunk of tm_matvec. */
+static void run_chunk(const void *ctx, uint64_t first, uint64_t n)
 {
-    shared_rows *s = arg;
-    for (;;) {
-        const uint64_t a = atomic_fetch_add_explicit(&s->next, s->chunk_rows, memory_order_relaxed);
-        if (a >= s->rows)
-            return NULL;
-        run_rows(s->p, a, s->rows - a < s->chunk_rows ? s->rows : a + s->chunk_rows);
-    }
+    run_rows(ctx, first, first + n);
 }
 
 tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
@@ -307,11 +230,9 @@ tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
         return st;
     if (tm__tensor_is_remote(w))
         return remote_rows(&p, w, 0, rows, mode, n_threads, err);
-    shared_rows s = { .p = &p, .rows = rows };
-    s.chunk_rows = p.row_bytes >= CHUNK_BYTES ? 1 : CHUNK_BYTES / (p.row_bytes ? p.row_bytes : 1);
-    atomic_init(&s.next, 0);
-
-    tm__run_workers(worker, &s, n_threads, (rows + s.chunk_rows - 1) / s.chunk_rows);
+    const uint64_t chunk_rows =
+        p.row_bytes >= TM__CHUNK_BYTES ? 1 : TM__CHUNK_BYTES / (p.row_bytes ? p.row_bytes : 1);
+    tm__run_chunks(run_chunk, &p, rows, chunk_rows, n_threads);
     free(p.xq);
     return TM_OK;
 }

@@ -4,29 +4,10 @@
  * The TM_MATVEC_Q8 kernels follow ggml's reference vec_dot_<type>_q8_<K|0>: integer sums of
  * weight codes times x's 8-bit codes per scale group, then one float multiply-add per block.
  * Types without a kernel here are computed by src/compute/matvec.c (decode a few blocks, then dot). */
-#include "matvec.h"
+#include "blocks.h"
+#include "kernels.h"
 
 #include <string.h>
-
-static float rdh(const uint8_t *p)
-{
-    /* IEEE half -> float, exact (the weights' scales are finite halves; NaN/inf pass through) */
-    const uint32_t h = (uint32_t)(p[0] | p[1] << 8);
-    const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0x1f)
-        bits = sign | 0x7f800000u | man << 13 | (man ? 0x400000u : 0);
-    else if (exp != 0)
-        bits = sign | (exp + 112) << 23 | man << 13;
-    else {
-        const float sub = (float)man * 0x1p-24f;
-        memcpy(&bits, &sub, sizeof bits);
-        bits |= sign;
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
 /* f32 rows (the fallback's dot too): accumulated in double, in order. */
 static float dot_f32_scalar(const void *w, const float *x, size_t n)
@@ -47,11 +28,11 @@ static float dot_q8_0_q8_scalar(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_0x *x = xq;
     float sum = 0.0f;
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x++) {
         int32_t isum = 0;
         for (int j = 0; j < 32; j++)
             isum += (int8_t)b[2 + j] * x->qs[j];
-        sum += rdh(b) * x->d * (float)isum;
+        sum += tm__rdh(b) * x->d * (float)isum;
     }
     return sum;
 }
@@ -62,11 +43,11 @@ static float dot_q4_0_q8_scalar(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_0x *x = xq;
     float sum = 0.0f;
-    for (size_t i = 0; i < n_blocks; i++, b += 18, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x++) {
         int32_t isum = 0;
         for (int j = 0; j < 16; j++)
             isum += ((b[2 + j] & 15) - 8) * x->qs[j] + ((b[2 + j] >> 4) - 8) * x->qs[j + 16];
-        sum += rdh(b) * x->d * (float)isum;
+        sum += tm__rdh(b) * x->d * (float)isum;
     }
     return sum;
 }
@@ -78,7 +59,7 @@ static float dot_q4_K_q8_scalar(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
     float sum = 0.0f;
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
         int32_t isum = 0, msum = 0;
         for (int g = 0; g < 8; g++) {
             unsigned sc, m;
@@ -91,7 +72,7 @@ static float dot_q4_K_q8_scalar(const void *w, const void *xq, size_t n_blocks)
             isum += (int32_t)sc * s;
             msum += (int32_t)m * (x->bsums[2 * g] + x->bsums[2 * g + 1]);
         }
-        sum += rdh(b) * x->d * (float)isum - rdh(b + 2) * x->d * (float)msum;
+        sum += tm__rdh(b) * x->d * (float)isum - tm__rdh(b + 2) * x->d * (float)msum;
     }
     return sum;
 }
@@ -104,7 +85,7 @@ static float dot_q6_K_q8_scalar(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
     float sum = 0.0f;
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x++) {
         int32_t isum = 0;
         for (int e = 0; e < 256; e += 16) {
             int32_t s = 0;
@@ -117,17 +98,16 @@ static float dot_q6_K_q8_scalar(const void *w, const void *xq, size_t n_blocks)
             }
             isum += (int8_t)b[192 + e / 16] * s;
         }
-        sum += rdh(b + 208) * x->d * (float)isum;
+        sum += tm__rdh(b + 208) * x->d * (float)isum;
     }
     return sum;
 }
 
-const tm__matvec_kernels tm__matvec_scalar = {
-    .name = "scalar",
-    .f32 = {
+const tm__kernels tm__kernels_matvec_scalar = {
+    .mv_f32 = {
         [TM_TYPE_F32] = dot_f32_scalar,
     },
-    .q8 = {
+    .mv_q8 = {
         [TM_TYPE_Q8_0] = dot_q8_0_q8_scalar,
         [TM_TYPE_Q4_0] = dot_q4_0_q8_scalar,
         [TM_TYPE_Q4_K] = dot_q4_K_q8_scalar,

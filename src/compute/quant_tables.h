@@ -26,7 +26,6 @@
 
 #include <stdint.h>
 
-extern const uint8_t tm__kmask_iq2xs[8];
 extern const uint8_t tm__ksigns_iq2xs[128];
 extern const uint64_t tm__iq2xxs_grid[256];
 extern const uint64_t tm__iq2xs_grid[512];

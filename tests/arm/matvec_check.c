@@ -1,8 +1,10 @@
-/* tm_matvec's NEON path under qemu-aarch64 (make check-arm), a plain program over the public API
- * (Criterion has no aarch64 build here). For every golden rows tensor the library decodes, on the
- * NEON and the scalar path: TM_MATVEC_F32 within 1e-6 of max|y| of the double product of ggml's
+/* tm_matvec's NEON path under qemu-aarch64 (make check-arm), a plain program (Criterion has no
+ * aarch64 build here). For every golden rows tensor the library decodes, on the NEON and the
+ * scalar path: TM_MATVEC_F32 within 1e-6 of max|y| of the double product of ggml's
  * decoded values; TM_MATVEC_Q8 within 1e-5 of max|y| of the scalar path's TM_MATVEC_Q8 (which the
- * x86 suite holds to the 8-bit bound). Exit 1 on any failure. */
+ * x86 suite holds to the 8-bit bound); and which path's kernel the NEON path runs per mode and
+ * type (tests/support/kernel_pins.h). Exit 1 on any failure. */
+#include "../support/kernel_pins.h"
 #include "tensormap.h"
 
 #include <math.h>
@@ -87,6 +89,15 @@ int main(void)
         check(t, name, want);
         checked++;
         free(want);
+    }
+    for (enum pin_family f = PIN_MV_F32; f <= PIN_MV_Q8; f++) {
+        char why[160];
+        const int pins = pin_path(TM__ISA_NEON, f, why, sizeof why);
+        if (pins < 0) {
+            printf("FAIL %s\n", why);
+            failures++;
+        }
+        printf("neon %s kernels pinned: %d\n", pin_family_names[f], pins);
     }
     printf("matvec on neon and scalar: %d golden tensors checked, %d failures\n", checked,
            failures);

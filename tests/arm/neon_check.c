@@ -1,10 +1,12 @@
 /* The NEON path checked under qemu-aarch64 (make check-arm): Criterion is not available for
- * aarch64 here, so this is a plain program over the public API. It checks, for the NEON and the
+ * aarch64 here, so this is a plain program. It checks, for the NEON and the
  * scalar path, every golden tensor against ggml's decoded values bit for bit; NEON against
  * scalar on random blocks (fresh seed, printed); and all 65,536 halves and bf16 patterns against
- * the scalar path (which the x86 suite checks against an ldexp reference). Exit 1 on any
+ * the scalar path (which the x86 suite checks against an ldexp reference); and which path's
+ * decoder the NEON path runs for each type (tests/support/kernel_pins.h). Exit 1 on any
  * difference. */
 #include "../support/dequant_nan.h"
+#include "../support/kernel_pins.h"
 #include "tensormap.h"
 
 #include <stdio.h>
@@ -131,6 +133,13 @@ int main(void)
     compare_paths(TM_TYPE_F16, (const uint8_t *)all, 65536, "all 65536 patterns");
     compare_paths(TM_TYPE_BF16, (const uint8_t *)all, 65536, "all 65536 patterns");
     free(all);
+    char why[160];
+    const int pins = pin_path(TM__ISA_NEON, PIN_DEQUANT, why, sizeof why);
+    if (pins < 0) {
+        printf("FAIL %s\n", why);
+        failures++;
+    }
+    printf("neon decoders pinned: %d\n", pins);
     printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

@@ -4,7 +4,8 @@
  * is built with -ffp-contract=off, so vmulq + vsubq are never fused into vfms. Loads are
  * unaligned byte loads. Types not in the table fall back to the scalar kernel.
  * Only the table is exported; every function is static. */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <arm_neon.h>
 #include <string.h>
@@ -69,7 +70,7 @@ static void dequant_q4_0_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const int8x16_t k8 = vdupq_n_s8(8);
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_0), dst += 32) {
         const float32x4_t d = vdupq_n_f32(half(b));
         const uint8x16_t x = vld1q_u8(b + 2);
         s8x16_mul(dst, vsubq_s8(vreinterpretq_s8_u8(vandq_u8(x, vdupq_n_u8(15))), k8), d);
@@ -80,7 +81,7 @@ static void dequant_q4_0_neon(const void *src, float *dst, size_t n)
 static void dequant_q4_1_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 20, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_1), dst += 32) {
         const float32x4_t d = vdupq_n_f32(half(b)), m = vdupq_n_f32(half(b + 2));
         const uint8x16_t x = vld1q_u8(b + 4);
         u8x16_mul_add(dst, vandq_u8(x, vdupq_n_u8(15)), d, m, 0);
@@ -100,7 +101,7 @@ static void dequant_q5_0_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const int8x16_t k16 = vdupq_n_s8(16);
-    for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_0), dst += 32) {
         const float32x4_t d = vdupq_n_f32(half(b));
         const uint32_t qh = tm__rd32(b + 2);
         const uint8x16_t x = vld1q_u8(b + 6);
@@ -114,7 +115,7 @@ static void dequant_q5_0_neon(const void *src, float *dst, size_t n)
 static void dequant_q5_1_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_1), dst += 32) {
         const float32x4_t d = vdupq_n_f32(half(b)), m = vdupq_n_f32(half(b + 2));
         const uint32_t qh = tm__rd32(b + 4);
         const uint8x16_t x = vld1q_u8(b + 8);
@@ -126,7 +127,7 @@ static void dequant_q5_1_neon(const void *src, float *dst, size_t n)
 static void dequant_q8_0_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 34, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q8_0), dst += 32) {
         const float32x4_t d = vdupq_n_f32(half(b));
         s8x16_mul(dst, vreinterpretq_s8_u8(vld1q_u8(b + 2)), d);
         s8x16_mul(dst + 16, vreinterpretq_s8_u8(vld1q_u8(b + 18)), d);
@@ -139,7 +140,7 @@ static void dequant_q8_0_neon(const void *src, float *dst, size_t n)
 static void dequant_q4_K_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 144) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_K)) {
         const float d = half(b), dmin = half(b + 2);
         const uint8_t *qs = b + 16;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
@@ -162,7 +163,7 @@ static void dequant_q5_K_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const uint8x16_t k16 = vdupq_n_u8(16);
-    for (size_t i = 0; i < n; i++, b += 176) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_K)) {
         const float d = half(b), dmin = half(b + 2);
         const uint8_t *qh = b + 16, *qs = b + 48;
         for (int p = 0; p < 4; p++, qs += 32, dst += 64) {
@@ -188,7 +189,7 @@ static void dequant_q2_K_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const uint8x16_t m2 = vdupq_n_u8(3);
-    for (size_t i = 0; i < n; i++, b += 84) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_K)) {
         const float d = half(b + 80), dmin = half(b + 82);
         for (int h = 0, g = 0; h < 2; h++) {
             const uint8x16_t x[2] = { vld1q_u8(b + 16 + 32 * h), vld1q_u8(b + 32 + 32 * h) };
@@ -208,7 +209,7 @@ static void dequant_q3_K_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const uint8x16_t m2 = vdupq_n_u8(3), k4 = vdupq_n_u8(4);
-    for (size_t i = 0; i < n; i++, b += 110) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q3_K)) {
         uint32_t w[4];
         tm__q3_K_scale_words(b + 96, w);
         const float d = half(b + 108);
@@ -236,7 +237,7 @@ static void dequant_q6_K_neon(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     const uint8x16_t m4 = vdupq_n_u8(15), m2 = vdupq_n_u8(3);
     const int8x16_t k32 = vdupq_n_s8(32);
-    for (size_t i = 0; i < n; i++, b += 210) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q6_K)) {
         const float d = half(b + 208);
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
         for (int h = 0; h < 2; h++, dst += 128, sc += 8) {
@@ -257,9 +258,8 @@ static void dequant_q6_K_neon(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_neon = {
-    .name = "neon",
-    .fn = {
+const tm__kernels tm__kernels_dequant_neon = {
+    .dequant = {
         [TM_TYPE_F16] = dequant_f16_neon,
         [TM_TYPE_BF16] = dequant_bf16_neon,
         [TM_TYPE_Q4_0] = dequant_q4_0_neon,

@@ -13,7 +13,8 @@
  * on x86 for iq3_s and iq1_m (AVX2 and AVX-512), the same within noise for the others.
  *
  * Only the table is exported; every function is static. */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 #include "../dequant_iq.h"
 
 #include <arm_neon.h>
@@ -75,7 +76,7 @@ static void store_iq1(float *dst, float32x4_t dl, unsigned idx, unsigned neg)
 static void dequant_iq1_s_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 50) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -90,7 +91,7 @@ static void dequant_iq1_s_neon(const void *src, float *dst, size_t n)
 static void dequant_iq1_m_neon(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 56) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_m)) {
         const unsigned w[4] = { tm__rd16(b + 48), tm__rd16(b + 50), tm__rd16(b + 52), tm__rd16(b + 54) };
         const float d = half_bits(tm__iq1m_scale_bits(w));
 #pragma GCC unroll 8
@@ -106,9 +107,8 @@ static void dequant_iq1_m_neon(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_neon_iq = {
-    .name = "neon",
-    .fn = {
+const tm__kernels tm__kernels_dequant_neon_iq = {
+    .dequant = {
         [TM_TYPE_IQ2_XXS] = dequant_iq2_xxs_neon,
         [TM_TYPE_IQ2_XS] = dequant_iq2_xs_neon,
         [TM_TYPE_IQ2_S] = dequant_iq2_s_neon,

@@ -4,7 +4,8 @@
  * float partial sums for at most 64 elements, then double; TM_MATVEC_Q8 multiplies 8-bit codes
  * by 8-bit x with vmull_s8 and pairwise-accumulates into 32 bits. Types missing here run the
  * scalar kernels (or decode + dot). Only the table is exported; every function is static. */
-#include "../matvec.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <arm_neon.h>
 #include <string.h>
@@ -87,7 +88,7 @@ static float dot_q8_0_neon(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
     dacc a = { vdupq_n_f64(0), vdupq_n_f64(0) };
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x += 32) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x += 32) {
         float32x4_t v = dot16(vld1q_s8((const int8_t *)(const void *)(b + 2)), x, vdupq_n_f32(0));
         v = dot16(vld1q_s8((const int8_t *)(const void *)(b + 18)), x + 16, v);
         acc_add(&a, vmulq_n_f32(v, half(b)));
@@ -108,7 +109,7 @@ static float dot_q8_0_q8_neon(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_0x *x = xq;
     float32x4_t acc = vdupq_n_f32(0);
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x++) {
         int32x4_t s = dot_s8(vld1q_s8((const int8_t *)(const void *)(b + 2)), vld1q_s8(x->qs), vdupq_n_s32(0));
         s = dot_s8(vld1q_s8((const int8_t *)(const void *)(b + 18)), vld1q_s8(x->qs + 16), s);
         acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), half(b) * x->d);
@@ -123,7 +124,7 @@ static float dot_q4_K_q8_neon(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     const uint8x16_t m4 = vdupq_n_u8(15);
     float sum = 0.0f;
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
         int32x4_t isum = vdupq_n_s32(0);
         int32_t msum = 0;
         for (int j = 0; j < 4; j++) {
@@ -145,15 +146,14 @@ static float dot_q4_K_q8_neon(const void *w, const void *xq, size_t n_blocks)
     return sum;
 }
 
-const tm__matvec_kernels tm__matvec_neon = {
-    .name = "neon",
-    .f32 = {
+const tm__kernels tm__kernels_matvec_neon = {
+    .mv_f32 = {
         [TM_TYPE_F32] = dot_f32_neon,
         [TM_TYPE_F16] = dot_f16_neon,
         [TM_TYPE_BF16] = dot_bf16_neon,
         [TM_TYPE_Q8_0] = dot_q8_0_neon,
     },
-    .q8 = {
+    .mv_q8 = {
         [TM_TYPE_Q8_0] = dot_q8_0_q8_neon,
         [TM_TYPE_Q4_K] = dot_q4_K_q8_neon,
     },

@@ -4,7 +4,7 @@
  * which register state the OS saves on a context switch. A VM or kernel may turn ZMM state off
  * while cpuid still reports AVX-512: running AVX-512 code then faults (SIGILL). So both are
  * checked before any AVX or AVX-512 path is allowed. Compiled without -m flags. */
-#include "../dequant.h"
+#include "../kernels.h"
 
 #include <cpuid.h>
 #include <stdatomic.h>

@@ -6,7 +6,8 @@
  * only 2-byte aligned. Types not listed in the table fall back to the scalar kernel.
  *
  * Only the table is exported; every function is static. */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -80,7 +81,7 @@ static void dequant_q4_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i m4 = _mm256_set1_epi32(15), k8 = _mm256_set1_epi32(8);
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_0), dst += 32) {
         const __m256 d = _mm256_set1_ps(half(b));
         for (int k = 0; k < 2; k++) {
             const __m256i x = u8x8(b + 2 + 8 * k);
@@ -95,7 +96,7 @@ static void dequant_q4_1_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i m4 = _mm256_set1_epi32(15);
-    for (size_t i = 0; i < n; i++, b += 20, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_1), dst += 32) {
         const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));
         for (int k = 0; k < 2; k++) {
             const __m256i x = u8x8(b + 4 + 8 * k);
@@ -140,16 +141,17 @@ static void dequant_q5_0_avx2(const void *src, float *dst, size_t n)
     for (size_t i = 0; i < n; i += Q5_RUN) {
         const size_t run = n - i < Q5_RUN ? n - i : Q5_RUN;
         for (size_t k = 0; k < run; k++) {
-            d[k] = half(b + 22 * k);
+            const uint8_t *bk = b + sizeof(tm__block_q5_0) * k;
+            d[k] = half(bk);
             _mm256_store_si256((__m256i *)(void *)(q + 32 * k),
-                               _mm256_sub_epi8(q5_bytes(b + 22 * k + 6, tm__rd32(b + 22 * k + 2)), _mm256_set1_epi8(16)));
+                               _mm256_sub_epi8(q5_bytes(bk + 6, tm__rd32(bk + 2)), _mm256_set1_epi8(16)));
         }
         for (size_t k = 0; k < run; k++, dst += 32) {
             const __m256 dk = _mm256_broadcast_ss(d + k);
             for (int j = 0; j < 4; j++)
                 _mm256_storeu_ps(dst + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(i8x8(q + 32 * k + 8 * j)), dk));
         }
-        b += 22 * run;
+        b += sizeof(tm__block_q5_0) * run;
     }
 }
 
@@ -162,16 +164,17 @@ static void dequant_q5_1_avx2(const void *src, float *dst, size_t n)
     for (size_t i = 0; i < n; i += Q5_RUN) {
         const size_t run = n - i < Q5_RUN ? n - i : Q5_RUN;
         for (size_t k = 0; k < run; k++) {
-            d[k] = half(b + 24 * k);
-            m[k] = half(b + 24 * k + 2);
-            _mm256_store_si256((__m256i *)(void *)(q + 32 * k), q5_bytes(b + 24 * k + 8, tm__rd32(b + 24 * k + 4)));
+            const uint8_t *bk = b + sizeof(tm__block_q5_1) * k;
+            d[k] = half(bk);
+            m[k] = half(bk + 2);
+            _mm256_store_si256((__m256i *)(void *)(q + 32 * k), q5_bytes(bk + 8, tm__rd32(bk + 4)));
         }
         for (size_t k = 0; k < run; k++, dst += 32) {
             const __m256 dk = _mm256_broadcast_ss(d + k), mk = _mm256_broadcast_ss(m + k);
             for (int j = 0; j < 4; j++)
                 _mm256_storeu_ps(dst + 8 * j, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u8x8(q + 32 * k + 8 * j)), dk), mk));
         }
-        b += 24 * run;
+        b += sizeof(tm__block_q5_1) * run;
     }
 }
 
@@ -179,7 +182,7 @@ static void dequant_q5_1_avx2(const void *src, float *dst, size_t n)
 static void dequant_q8_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 34, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q8_0), dst += 32) {
         const __m256 d = _mm256_set1_ps(half(b));
         const __m128i x0 = ld128(b + 2), x1 = ld128(b + 18);
         _mm256_storeu_ps(dst, _mm256_mul_ps(i8lo(x0), d));
@@ -223,7 +226,7 @@ static void dequant_q2_K_avx2(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     const __m256 q = _mm256_setr_ps(0, 1, 2, 3, 0, 1, 2, 3);
     const __m256i m4 = _mm256_set1_epi32(15);
-    for (size_t i = 0; i < n; i++, b += 84) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_K)) {
         const __m256 d = _mm256_set1_ps(half(b + 80)), dmin = _mm256_set1_ps(half(b + 82));
         float dd[16], mm[16]; /* broadcast from memory: loads, not shuffles */
         for (int k = 0; k < 2; k++) {
@@ -249,7 +252,7 @@ static void dequant_q3_K_avx2(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     const __m256 q = _mm256_setr_ps(-4, -3, -2, -1, 0, 1, 2, 3);
     const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-    for (size_t i = 0; i < n; i++, b += 110) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q3_K)) {
         uint32_t w[4];
         tm__q3_K_scale_words(b + 96, w);
         const __m256 d = _mm256_set1_ps(half(b + 108));
@@ -299,7 +302,7 @@ static void dequant_q4_K_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i m4 = _mm256_set1_epi32(15);
-    for (size_t i = 0; i < n; i++, b += 144) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_K)) {
         float dm[16];
         k4_dm(b, dm);
         const uint8_t *qs = b + 16;
@@ -326,7 +329,7 @@ static void dequant_q5_K_avx2(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     const __m256i m4 = _mm256_set1_epi8(15), k16 = _mm256_set1_epi8(16);
     _Alignas(32) uint8_t q[256];
-    for (size_t i = 0; i < n; i++, b += 176) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_K)) {
         float dm[16];
         k4_dm(b, dm);
         const __m256i qh = ld256(b + 16);
@@ -360,7 +363,7 @@ static void dequant_q6_K_avx2(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     const __m256i m4 = _mm256_set1_epi8(15);
     _Alignas(32) uint8_t q[256];
-    for (size_t i = 0; i < n; i++, b += 210) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q6_K)) {
         const __m256 d = _mm256_set1_ps(half(b + 208));
         float ds[16];
         const __m128i sc = ld128(b + 192);
@@ -386,9 +389,8 @@ static void dequant_q6_K_avx2(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx2 = {
-    .name = "avx2",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx2 = {
+    .dequant = {
         [TM_TYPE_F16] = dequant_f16_avx2,
         [TM_TYPE_BF16] = dequant_bf16_avx2,
         [TM_TYPE_Q4_0] = dequant_q4_0_avx2,

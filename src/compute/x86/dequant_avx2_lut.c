@@ -6,8 +6,10 @@
  * lane picks its entry, so the output is bit-identical. vpermps reads 3 index bits, so a
  * 16-entry table is two registers, chosen between by bit 3 of the code (vblendvps on the lane's
  * sign after a shift); 4-entry tables are repeated twice, so a 2-bit code may carry garbage
- * above its two bits. Built with the AVX2 flags of mk/sources.mk; only the table is exported. */
-#include "../dequant.h"
+ * above its two bits. iq4_nl, iq4_xs and mxfp4 are dequant_lut16.h's text, shared with the
+ * AVX-512 file. Built with the AVX2 flags of mk/sources.mk; only the table is exported. */
+#include "../blocks.h"
+#include "../kernels.h"
 #include "../quant_tables.h"
 
 #include <immintrin.h>
@@ -67,43 +69,17 @@ INLINE void nibbles32(float *dst, const uint8_t *qs, table16 t)
 /* The 2-bit codes' values q - 1 (-1, 0, 1, 2), twice. */
 static __m256 codes4(void) { return _mm256_set_ps(2, 1, 0, -1, 2, 1, 0, -1); }
 
-static void dequant_iq4_nl_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const table16 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32)
-        nibbles32(dst, b + 2, scaled(_mm256_set1_ps(half(b)), kv));
-}
-
-static void dequant_iq4_xs_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const table16 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += 136) {
-        const float d = half(b);
-        const unsigned sh = tm__rd16(b + 2);
-        for (unsigned g = 0; g < 8; g++, dst += 32) {
-            const int ls = (int)(((unsigned)b[4 + g / 2] >> 4 * (g % 2) & 15) | (sh >> 2 * g & 3) << 4);
-            const float dl = d * (float)(ls - 32);
-            nibbles32(dst, b + 8 + 16 * g, scaled(_mm256_set1_ps(dl), kv));
-        }
-    }
-}
-
-static void dequant_mxfp4_avx2(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const table16 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += 17, dst += 32)
-        nibbles32(dst, b + 1, times(kv, _mm256_set1_ps(tm__e8m0_half(b[0]))));
-}
+#define LUT_TABLE table16
+#define LUT_SPLAT(f) _mm256_set1_ps(f)
+#define LUT_NAME(type) dequant_##type##_avx2
+#include "../dequant_lut16.h"
 
 /* nvfp4: per 16-element sub-block, 8 bytes: low nibbles elements 0..7, high 8..15. */
 static void dequant_nvfp4_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const table16 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += 36)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_nvfp4))
         for (int s = 0; s < 4; s++, dst += 16)
             nibbles8(dst, 8, b + 4 + 8 * s, times(kv, _mm256_set1_ps(tm__ue4m3_half(b[s]))));
 }
@@ -113,7 +89,7 @@ static void dequant_q2_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i shifts = _mm256_set_epi32(14, 12, 10, 8, 6, 4, 2, 0);
-    for (size_t i = 0; i < n; i++, b += 18) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_0)) {
         const __m256 t = _mm256_mul_ps(codes4(), _mm256_set1_ps(half(b)));
         for (int k = 0; k < 8; k++, dst += 8) {
             const __m256i w = _mm256_set1_epi32(tm__rd16(b + 2 + 2 * k));
@@ -126,7 +102,7 @@ static void dequant_q2_0_avx2(const void *src, float *dst, size_t n)
 static void dequant_tq2_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq2_0)) {
         const __m256 t = _mm256_mul_ps(codes4(), _mm256_set1_ps(half(b + 64)));
         for (int k = 0; k < 2; k++) {
             __m256i x[4];
@@ -159,7 +135,7 @@ static void dequant_tq1_0_avx2(const void *src, float *dst, size_t n)
     static const int pow3_8[5] = { 1 << 8, 3 << 8, 9 << 8, 27 << 8, 81 << 8 };
     const __m256i qh_pow3_8_lo = _mm256_set_epi32(768, 768, 768, 768, 256, 256, 256, 256);
     const __m256i qh_pow3_8_hi = _mm256_set_epi32(6912, 6912, 6912, 6912, 2304, 2304, 2304, 2304);
-    for (size_t i = 0; i < n; i++, b += 54, dst += 256) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq1_0), dst += 256) {
         const __m256 t = _mm256_mul_ps(codes4(), _mm256_set1_ps(half(b + 52)));
         __m256i x[6];
         for (int h = 0; h < 6; h++)
@@ -182,7 +158,7 @@ static void dequant_q1_0_avx2(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m256i bit = _mm256_set_epi32(128, 64, 32, 16, 8, 4, 2, 1);
-    for (size_t i = 0; i < n; i++, b += 18) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q1_0)) {
         const float d = half(b);
         const __m256 pos = _mm256_set1_ps(d), neg = _mm256_set1_ps(-d);
         for (int k = 0; k < 16; k++, dst += 8) {
@@ -192,9 +168,8 @@ static void dequant_q1_0_avx2(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx2_lut = {
-    .name = "avx2",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx2_lut = {
+    .dequant = {
         [TM_TYPE_IQ4_NL] = dequant_iq4_nl_avx2,
         [TM_TYPE_IQ4_XS] = dequant_iq4_xs_avx2,
         [TM_TYPE_MXFP4] = dequant_mxfp4_avx2,

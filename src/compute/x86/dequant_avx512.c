@@ -12,7 +12,8 @@
  *
  * Only the table is exported; every function is static (nothing compiled with -mavx512f may be
  * reached from code that has not checked the CPU). */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -74,7 +75,7 @@ static void dequant_q4_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 q = _mm512_sub_ps(iota16(), _mm512_set1_ps(8.0f)); /* exact: small integers */
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_0), dst += 32)
         q4_store32(dst, b + 2, _mm512_mul_ps(q, _mm512_set1_ps(half(b))));
 }
 
@@ -83,7 +84,7 @@ static void dequant_q4_1_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 q = iota16();
-    for (size_t i = 0; i < n; i++, b += 20, dst += 32)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_1), dst += 32)
         q4_store32(dst, b + 4, _mm512_add_ps(_mm512_mul_ps(q, _mm512_set1_ps(half(b))),
                                              _mm512_set1_ps(half(b + 2))));
 }
@@ -105,7 +106,7 @@ static void dequant_q5_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 q_lo = _mm512_sub_ps(iota16(), _mm512_set1_ps(16.0f)), q_hi = iota16();
-    for (size_t i = 0; i < n; i++, b += 22, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_0), dst += 32) {
         const __m512 d = _mm512_set1_ps(half(b));
         q5_store32(dst, b + 6, tm__rd32(b + 2), _mm512_mul_ps(q_lo, d), _mm512_mul_ps(q_hi, d));
     }
@@ -116,7 +117,7 @@ static void dequant_q5_1_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 q_lo = iota16(), q_hi = _mm512_add_ps(iota16(), _mm512_set1_ps(16.0f));
-    for (size_t i = 0; i < n; i++, b += 24, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_1), dst += 32) {
         const __m512 d = _mm512_set1_ps(half(b)), m = _mm512_set1_ps(half(b + 2));
         q5_store32(dst, b + 8, tm__rd32(b + 4), _mm512_add_ps(_mm512_mul_ps(q_lo, d), m),
                    _mm512_add_ps(_mm512_mul_ps(q_hi, d), m));
@@ -127,7 +128,7 @@ static void dequant_q5_1_avx512(const void *src, float *dst, size_t n)
 static void dequant_q8_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 34, dst += 32) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q8_0), dst += 32) {
         const __m512 d = _mm512_set1_ps(half(b));
         const __m512 v0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 2)));
         const __m512 v1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 18)));
@@ -146,7 +147,7 @@ static void dequant_q2_K_avx512(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     const __m512 q = _mm512_cvtepi32_ps(_mm512_and_si512(
         _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(3)));
-    for (size_t i = 0; i < n; i++, b += 84) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_K)) {
         const __m512i sc = u8x16(b);
         float dd[16], mm[16]; /* broadcast from memory: loads, not shuffles */
         _mm512_storeu_ps(dd, _mm512_mul_ps(_mm512_set1_ps(half(b + 80)),
@@ -176,7 +177,7 @@ static void dequant_q3_K_avx512(const void *src, float *dst, size_t n)
                          _mm512_set1_epi32(7)),
         _mm512_set1_epi32(4)));
     const __m512i three = _mm512_set1_epi32(3), four = _mm512_set1_epi32(4);
-    for (size_t i = 0; i < n; i++, b += 110) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q3_K)) {
         uint32_t w[4];
         tm__q3_K_scale_words(b + 96, w);
         const __m128i s6 = _mm_loadu_si128((const __m128i *)(const void *)w);
@@ -221,7 +222,7 @@ static void dequant_q4_K_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 q = iota16();
-    for (size_t i = 0; i < n; i++, b += 144) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q4_K)) {
         float dm[16]; /* broadcast from memory: loads, not shuffles */
         _mm512_storeu_ps(dm, k4_dm(b));
         const uint8_t *qs = b + 16;
@@ -244,7 +245,7 @@ static void dequant_q5_K_avx512(const void *src, float *dst, size_t n)
     const uint8_t *b = src;
     const __m512 q_lo = iota16(), q_hi = _mm512_add_ps(iota16(), _mm512_set1_ps(16.0f));
     const __m512i m15 = _mm512_set1_epi32(15), b16 = _mm512_set1_epi32(16);
-    for (size_t i = 0; i < n; i++, b += 176) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q5_K)) {
         float dm[16];
         _mm512_storeu_ps(dm, k4_dm(b));
         const __m512i h0 = u8x16(b + 16), h1 = u8x16(b + 32);
@@ -292,7 +293,7 @@ static void dequant_q6_K_avx512(const void *src, float *dst, size_t n)
     /* per-word shifts: the first 32 bytes of a register use one shift, the last 32 another */
     const __m512i sh_lo = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i sh_hi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
-    for (size_t i = 0; i < n; i++, b += 210) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q6_K)) {
         const __m512 d = _mm512_set1_ps(half(b + 208));
         float ds[16];
         _mm512_storeu_ps(ds, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 192)))));
@@ -318,9 +319,8 @@ static void dequant_q6_K_avx512(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx512 = {
-    .name = "avx512",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx512 = {
+    .dequant = {
         [TM_TYPE_F16] = dequant_f16_avx512,
         [TM_TYPE_BF16] = dequant_bf16_avx512,
         [TM_TYPE_Q4_0] = dequant_q4_0_avx512,

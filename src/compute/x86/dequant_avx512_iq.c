@@ -14,7 +14,8 @@
  *
  * Only the table is exported; every function is static (nothing compiled with -mavx512f may be
  * reached from code that has not checked the CPU). */
-#include "../dequant.h"
+#include "../blocks.h"
+#include "../kernels.h"
 #include "../dequant_iq.h"
 
 #include <immintrin.h>
@@ -58,7 +59,7 @@ static __m512 grid_scale(float d, unsigned k, float f) { return _mm512_set1_ps(t
 static void dequant_iq2_xxs_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xxs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -76,7 +77,7 @@ static void dequant_iq2_xxs_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq2_xs_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 74) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_xs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -95,7 +96,7 @@ static void dequant_iq2_xs_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq2_s_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 82) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq2_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -117,7 +118,7 @@ static void dequant_iq2_s_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq3_xxs_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 98) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_xxs)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -136,7 +137,7 @@ static void dequant_iq3_xxs_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq3_s_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 110) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq3_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -170,7 +171,7 @@ static void store_iq1(float *dst, __m512 dl, unsigned i1, unsigned i2, unsigned 
 static void dequant_iq1_s_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 50) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_s)) {
         const float d = half(b);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++, dst += 32) {
@@ -186,7 +187,7 @@ static void dequant_iq1_s_avx512(const void *src, float *dst, size_t n)
 static void dequant_iq1_m_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 56) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_iq1_m)) {
         const unsigned w[4] = { tm__rd16(b + 48), tm__rd16(b + 50), tm__rd16(b + 52), tm__rd16(b + 54) };
         const float d = _cvtsh_ss(tm__iq1m_scale_bits(w));
 #pragma GCC unroll 8
@@ -203,9 +204,8 @@ static void dequant_iq1_m_avx512(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx512_iq = {
-    .name = "avx512",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx512_iq = {
+    .dequant = {
         [TM_TYPE_IQ2_XXS] = dequant_iq2_xxs_avx512,
         [TM_TYPE_IQ2_XS] = dequant_iq2_xs_avx512,
         [TM_TYPE_IQ2_S] = dequant_iq2_s_avx512,

@@ -7,8 +7,10 @@
  * (_mm512_permutexvar_ps, which reads bits 0..3 of the lane's index). A lane of the table is the
  * very float the scalar code computes for that code, so the output is bit-identical. Tables of
  * 4 entries are repeated four times, so a 2-bit code may carry garbage above its two bits.
- * Built with the AVX-512 flags of mk/sources.mk; only the table is exported. */
-#include "../dequant.h"
+ * iq4_nl, iq4_xs and mxfp4 are dequant_lut16.h's text, shared with the AVX2 file. Built with
+ * the AVX-512 flags of mk/sources.mk; only the table is exported. */
+#include "../blocks.h"
+#include "../kernels.h"
 #include "../quant_tables.h"
 
 #include <immintrin.h>
@@ -43,40 +45,14 @@ static void nibbles32(float *dst, const uint8_t *qs, __m512 t)
     _mm512_storeu_ps(dst + 16, _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), t));
 }
 
-/* iq4_nl: table d * kv. */
-static void dequant_iq4_nl_avx512(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const __m512 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += 18, dst += 32)
-        nibbles32(dst, b + 2, _mm512_mul_ps(_mm512_set1_ps(half(b)), kv));
-}
+/* s * table and table * s: the scalar kernels' operand orders. */
+static __m512 scaled(__m512 s, __m512 t) { return _mm512_mul_ps(s, t); }
+static __m512 times(__m512 t, __m512 s) { return _mm512_mul_ps(t, s); }
 
-/* iq4_xs: per group, dl = d * (ls - 32) (one scalar multiply, as the scalar kernel), table
- * dl * kv. */
-static void dequant_iq4_xs_avx512(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const __m512 kv = values16(tm__kvalues_iq4nl);
-    for (size_t i = 0; i < n; i++, b += 136) {
-        const float d = half(b);
-        const unsigned sh = tm__rd16(b + 2);
-        for (unsigned g = 0; g < 8; g++, dst += 32) {
-            const int ls = (int)(((unsigned)b[4 + g / 2] >> 4 * (g % 2) & 15) | (sh >> 2 * g & 3) << 4);
-            const float dl = d * (float)(ls - 32);
-            nibbles32(dst, b + 8 + 16 * g, _mm512_mul_ps(_mm512_set1_ps(dl), kv));
-        }
-    }
-}
-
-/* mxfp4: table kv * d. */
-static void dequant_mxfp4_avx512(const void *src, float *dst, size_t n)
-{
-    const uint8_t *b = src;
-    const __m512 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += 17, dst += 32)
-        nibbles32(dst, b + 1, _mm512_mul_ps(kv, _mm512_set1_ps(tm__e8m0_half(b[0]))));
-}
+#define LUT_TABLE __m512
+#define LUT_SPLAT(f) _mm512_set1_ps(f)
+#define LUT_NAME(type) dequant_##type##_avx512
+#include "../dequant_lut16.h"
 
 /* nvfp4: four sub-blocks of 16, each its own scale; 8 bytes give elements 0..7 (low nibbles)
  * and 8..15 (high): the two halves side by side as 16 byte indices. */
@@ -84,11 +60,11 @@ static void dequant_nvfp4_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512 kv = values16(tm__kvalues_fp4);
-    for (size_t i = 0; i < n; i++, b += 36)
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_nvfp4))
         for (int s = 0; s < 4; s++, dst += 16) {
             const __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)(b + 4 + 8 * s));
             const __m128i idx = _mm_unpacklo_epi64(x, _mm_srli_epi16(x, 4));
-            const __m512 t = _mm512_mul_ps(kv, _mm512_set1_ps(tm__ue4m3_half(b[s])));
+            const __m512 t = times(kv, _mm512_set1_ps(tm__ue4m3_half(b[s])));
             _mm512_storeu_ps(dst, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(idx), t));
         }
 }
@@ -98,7 +74,7 @@ static void dequant_q2_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
     const __m512i shifts = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    for (size_t i = 0; i < n; i++, b += 18) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q2_0)) {
         const __m512 t = _mm512_mul_ps(codes4(), _mm512_set1_ps(half(b)));
         for (int k = 0; k < 4; k++, dst += 16) {
             const __m512i w = _mm512_set1_epi32((int)tm__rd32(b + 2 + 4 * k));
@@ -111,7 +87,7 @@ static void dequant_q2_0_avx512(const void *src, float *dst, size_t n)
 static void dequant_tq2_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 66) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq2_0)) {
         const __m512 t = _mm512_mul_ps(codes4(), _mm512_set1_ps(half(b + 64)));
         for (int k = 0; k < 2; k++) {
             const __m512i x0 = _mm512_cvtepu8_epi32(ld128(b + 32 * k));
@@ -143,7 +119,7 @@ static void dequant_tq1_0_avx512(const void *src, float *dst, size_t n)
     static const int pow3_8[5] = { 1 << 8, 3 << 8, 9 << 8, 27 << 8, 81 << 8 };
     const __m512i qh_pow3_8 = _mm512_set_epi32(6912, 6912, 6912, 6912, 2304, 2304, 2304, 2304,
                                                768, 768, 768, 768, 256, 256, 256, 256);
-    for (size_t i = 0; i < n; i++, b += 54, dst += 256) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_tq1_0), dst += 256) {
         const __m512 t = _mm512_mul_ps(codes4(), _mm512_set1_ps(half(b + 52)));
         const __m512i x0 = _mm512_cvtepu8_epi32(ld128(b));
         const __m512i x1 = _mm512_cvtepu8_epi32(ld128(b + 16));
@@ -163,7 +139,7 @@ static void dequant_tq1_0_avx512(const void *src, float *dst, size_t n)
 static void dequant_q1_0_avx512(const void *src, float *dst, size_t n)
 {
     const uint8_t *b = src;
-    for (size_t i = 0; i < n; i++, b += 18) {
+    for (size_t i = 0; i < n; i++, b += sizeof(tm__block_q1_0)) {
         const float d = half(b);
         const __m512 pos = _mm512_set1_ps(d), neg = _mm512_set1_ps(-d);
         for (int k = 0; k < 8; k++, dst += 16)
@@ -171,9 +147,8 @@ static void dequant_q1_0_avx512(const void *src, float *dst, size_t n)
     }
 }
 
-const tm__kernels tm__kernels_avx512_lut = {
-    .name = "avx512",
-    .fn = {
+const tm__kernels tm__kernels_dequant_avx512_lut = {
+    .dequant = {
         [TM_TYPE_IQ4_NL] = dequant_iq4_nl_avx512,
         [TM_TYPE_IQ4_XS] = dequant_iq4_xs_avx512,
         [TM_TYPE_MXFP4] = dequant_mxfp4_avx512,

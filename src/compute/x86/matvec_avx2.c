@@ -7,7 +7,8 @@
  * group scales), one float multiply-add per block.
  * Loads are unaligned (blocks in a file are 2-byte aligned) and never leave the row.
  * Only the table is exported; every function is static. */
-#include "../matvec.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -111,7 +112,7 @@ static float dot_q8_0_avx2(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x += 32) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x += 32) {
         const __m256 v = _mm256_add_ps(DOT16(i8lo, i8hi, ld128(b + 2), x),
                                        DOT16(i8lo, i8hi, ld128(b + 18), x + 16));
         acc_add(&a, _mm256_mul_ps(_mm256_set1_ps(half(b)), v));
@@ -125,7 +126,7 @@ static float dot_q4_0_avx2(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 18, x += 32) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x += 32) {
         const __m128i q = ld128(b + 2);
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
@@ -151,7 +152,7 @@ static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m256i m4 = _mm256_set1_epi8(15);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x += 256) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x += 256) {
         const float d = half(b), dmin = half(b + 2);
         for (int j = 0; j < 4; j++) {
             const __m256i q = ld256(b + 16 + 32 * j);
@@ -193,7 +194,7 @@ static float dot_q6_K_avx2(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m256i bias = _mm256_set1_epi8(32);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x += 256) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x += 256) {
         const float d = half(b + 208);
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
         for (int h = 0; h < 2; h++) {
@@ -228,7 +229,7 @@ static float dot_q8_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_0x *x = xq;
     __m256 acc = _mm256_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x++) {
         const __m256 s = _mm256_cvtepi32_ps(dot_i8(ld256(b + 2), ld256(x->qs)));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b) * x->d), s, acc);
     }
@@ -241,7 +242,7 @@ static float dot_q4_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_0x *x = xq;
     const __m128i m4 = _mm_set1_epi8(15);
     __m256 acc = _mm256_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 18, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x++) {
         const __m128i q = ld128(b + 2);
         const __m256i codes = _mm256_sub_epi8(
             _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)),
@@ -261,9 +262,10 @@ static float dot_q4_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     const __m256i m4 = _mm256_set1_epi8(15);
     __m256 acc = _mm256_setzero_ps(), accm = acc;
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
-        uint8_t sm[16];
-        tm__k4_scales_mins(b + 4, sm);
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
+        uint32_t w4[4];
+        tm__k4_scale_min_words(b + 4, w4);
+        const uint8_t *sm = (const uint8_t *)w4;
         /* x's sums of groups of 32 (pairs of its 16-sums) times the mins */
         const __m128i xs32 = _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8));
         const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(sm + 8)));
@@ -297,7 +299,7 @@ static float dot_q6_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
     __m256 acc = _mm256_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x++) {
         const __m128i sc8 = ld128(b + 192);
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         __m256i isum = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(x->bsums)), 5);
@@ -320,9 +322,8 @@ static float dot_q6_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     return hsum(acc);
 }
 
-const tm__matvec_kernels tm__matvec_avx2 = {
-    .name = "avx2",
-    .f32 = {
+const tm__kernels tm__kernels_matvec_avx2 = {
+    .mv_f32 = {
         [TM_TYPE_F32] = dot_f32_avx2,
         [TM_TYPE_F16] = dot_f16_avx2,
         [TM_TYPE_BF16] = dot_bf16_avx2,
@@ -331,7 +332,7 @@ const tm__matvec_kernels tm__matvec_avx2 = {
         [TM_TYPE_Q4_K] = dot_q4_K_avx2,
         [TM_TYPE_Q6_K] = dot_q6_K_avx2,
     },
-    .q8 = {
+    .mv_q8 = {
         [TM_TYPE_Q8_0] = dot_q8_0_q8_avx2,
         [TM_TYPE_Q4_0] = dot_q4_0_q8_avx2,
         [TM_TYPE_Q4_K] = dot_q4_K_q8_avx2,

@@ -5,7 +5,8 @@
  * products per lane, then double; TM_MATVEC_Q8 is ggml's maddubs/madd integer scheme on 64 bytes at a
  * time. Types missing here (q4_0 in TM_MATVEC_Q8) run the AVX2 kernel.
  * Only the table is exported; every function is static. */
-#include "../matvec.h"
+#include "../blocks.h"
+#include "../kernels.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -88,7 +89,7 @@ static float dot_q8_0_avx512(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     dacc a = acc_zero();
     __m512 part = _mm512_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 34, x += 32) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x += 32) {
         const __m512 v = _mm512_fmadd_ps(i8x16(ld128(b + 18)), _mm512_loadu_ps(x + 16),
                                          _mm512_mul_ps(i8x16(ld128(b + 2)), _mm512_loadu_ps(x)));
         part = _mm512_fmadd_ps(_mm512_set1_ps(half(b)), v, part);
@@ -107,7 +108,7 @@ static float dot_q4_0_avx512(const void *w, const float *x, size_t n_blocks)
     const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
     dacc a = acc_zero();
     __m512 part = _mm512_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 18, x += 32) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x += 32) {
         const __m128i q = ld128(b + 2);
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
@@ -126,9 +127,9 @@ static float dot_q4_0_avx512(const void *w, const float *x, size_t n_blocks)
  * decoder forms them), for broadcast loads. */
 static void q4_K_scales(const uint8_t *b, float d1[8], float m1[8])
 {
-    uint8_t sm[16];
-    tm__k4_scales_mins(b + 4, sm);
-    const __m128i v = ld128(sm);
+    uint32_t w4[4];
+    tm__k4_scale_min_words(b + 4, w4);
+    const __m128i v = ld128(w4);
     _mm256_storeu_ps(d1, _mm256_mul_ps(_mm256_set1_ps(half(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))));
     _mm256_storeu_ps(m1, _mm256_mul_ps(_mm256_set1_ps(half(b + 2)),
                                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)))));
@@ -144,7 +145,7 @@ static float dot_q4_K_avx512(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x += 256) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x += 256) {
         float d1[8], m1[8];
         q4_K_scales(b, d1, m1);
         for (int j = 0; j < 4; j++) {
@@ -187,7 +188,7 @@ static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     const __m512i bias = _mm512_set1_epi8(32);
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x += 256) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x += 256) {
         float ds[16];
         const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 192)));
         _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(half(b + 208)), sc));
@@ -230,12 +231,13 @@ static float dot_q8_0_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     const __m512i ones = _mm512_set1_epi16(1);
     __m512 acc = _mm512_setzero_ps();
     size_t i = 0;
-    for (; i + 2 <= n_blocks; i += 2, b += 68, x += 2) {
-        const __m512i qw = join(ld256(b + 2), ld256(b + 36));
+    for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(tm__block_q8_0), x += 2) {
+        const uint8_t *b1 = b + sizeof(tm__block_q8_0);
+        const __m512i qw = join(ld256(b + 2), ld256(b1 + 2));
         const __m512i qx = join(ld256(x[0].qs), ld256(x[1].qs));
         const __m512 s = _mm512_cvtepi32_ps(_mm512_madd_epi16(maddubs_signed(qw, qx), ones));
         const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(half(b) * x[0].d),
-                                             _mm256_set1_ps(half(b + 34) * x[1].d), 1);
+                                             _mm256_set1_ps(half(b1) * x[1].d), 1);
         acc = _mm512_fmadd_ps(dd, s, acc);
     }
     float sum = _mm512_reduce_add_ps(acc);
@@ -266,9 +268,10 @@ static float dot_q4_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     const __m512i m4 = _mm512_set1_epi8(15);
     __m512 acc = _mm512_setzero_ps(), accm = acc;
-    for (size_t i = 0; i < n_blocks; i++, b += 144, x++) {
-        uint8_t sm[16];
-        tm__k4_scales_mins(b + 4, sm);
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
+        uint32_t w4[4];
+        tm__k4_scale_min_words(b + 4, w4);
+        const uint8_t *sm = (const uint8_t *)w4;
         const __m128i xs32 = _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8));
         const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(sm + 8)));
         const __m512i pm = _mm512_zextsi128_si512(_mm_madd_epi16(mins, xs32));
@@ -298,7 +301,7 @@ static float dot_q6_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     const __m512i group_of_lane = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
                                                    1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     __m512 acc = _mm512_setzero_ps();
-    for (size_t i = 0; i < n_blocks; i++, b += 210, x++) {
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x++) {
         /* the 16 scales as int16, twice (permutexvar indexes 32 lanes) */
         const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(b + 192));
         const __m512i scales = join(sc16, sc16);
@@ -318,9 +321,8 @@ static float dot_q6_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     return _mm512_reduce_add_ps(acc);
 }
 
-const tm__matvec_kernels tm__matvec_avx512 = {
-    .name = "avx512",
-    .f32 = {
+const tm__kernels tm__kernels_matvec_avx512 = {
+    .mv_f32 = {
         [TM_TYPE_F32] = dot_f32_avx512,
         [TM_TYPE_F16] = dot_f16_avx512,
         [TM_TYPE_BF16] = dot_bf16_avx512,
@@ -329,7 +331,7 @@ const tm__matvec_kernels tm__matvec_avx512 = {
         [TM_TYPE_Q4_K] = dot_q4_K_avx512,
         [TM_TYPE_Q6_K] = dot_q6_K_avx512,
     },
-    .q8 = {
+    .mv_q8 = {
         [TM_TYPE_Q8_0] = dot_q8_0_q8_avx512,
         [TM_TYPE_Q4_K] = dot_q4_K_q8_avx512,
         [TM_TYPE_Q6_K] = dot_q6_K_q8_avx512,

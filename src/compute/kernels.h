@@ -1,0 +1,137 @@
+/* The dispatch ABI of the compute part: the table slots, the instruction-set paths, the kernel
+ * types of each family, and the one table type every kernel file exports.
+ *
+ * Each kernel file (src/compute/dequant_scalar.c, x86/dequant_avx2.c, arm/matvec_neon.c, ...)
+ * exports exactly one const tm__kernels table, named after the file: tm__kernels_<file name>
+ * (x86/dequant_avx2_lut.c: tm__kernels_dequant_avx2_lut). Everything else in it is static, so no
+ * code compiled with -mavx512f can be reached from scalar code by accident. Which path a table
+ * belongs to is not written in the file: it is the list of mk/sources.mk the file is in, the same
+ * list that gives it its -m flags, and it reaches isa.c as TM__KERNEL_TABLES (see there).
+ * A header without a .c: the kernel files, the entry points and the dispatcher include it, and
+ * it includes nothing of theirs. */
+#ifndef TM_KERNELS_H
+#define TM_KERNELS_H
+
+#include "tensormap.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- table slots --------------------------------------------------------------------------- */
+
+/* Table slots: ggml ids 0..TM__GGML_SLOTS-1 map to themselves, the safetensors-only ids
+ * (TM__ST_FIRST..) follow them. Both counts come from the type lists in tensormap.h: the ggml
+ * count is one past the largest id (the size of a union with one id+1-byte member per type). */
+#define TM__ID_SPAN(name, id, text, block_elems, block_bytes) char t_##name[(id) + 1];
+union tm__ggml_id_span { TM_GGML_TYPE_LIST(TM__ID_SPAN) };
+#undef TM__ID_SPAN
+#define TM__PLUS_ONE(name, id, text, block_elems, block_bytes) +1
+enum { TM__GGML_SLOTS = (int)sizeof(union tm__ggml_id_span), TM__ST_FIRST = TM_TYPE_U8,
+       TM__ST_SLOTS = 0 TM_ST_TYPE_LIST(TM__PLUS_ONE),
+       TM__SLOTS = TM__GGML_SLOTS + TM__ST_SLOTS };
+#undef TM__PLUS_ONE
+_Static_assert(TM__ST_FIRST >= TM__GGML_SLOTS, "safetensors ids must follow the ggml ids");
+#define TM__ST_ID_IN_RANGE(name, id, text, block_elems, block_bytes) \
+    _Static_assert((id) >= TM__ST_FIRST && (id) < TM__ST_FIRST + TM__ST_SLOTS, \
+                   "TM_TYPE_" #name " is outside the safetensors slots");
+TM_ST_TYPE_LIST(TM__ST_ID_IN_RANGE)
+#undef TM__ST_ID_IN_RANGE
+
+/* The slot of a type id, as a constant expression for a table's designated initialisers:
+ * [TM__SLOT(TM_TYPE_U8)] = dequant_u8_scalar. */
+#define TM__SLOT(t) ((unsigned)(t) < TM__ST_FIRST ? (unsigned)(t) \
+                                                  : (unsigned)(t) - TM__ST_FIRST + TM__GGML_SLOTS)
+
+static inline int tm__type_slot(tm_type t)
+{
+    unsigned u = (unsigned)t;
+    if (u < TM__GGML_SLOTS)
+        return (int)u;
+    if (u >= TM__ST_FIRST && u < TM__ST_FIRST + TM__ST_SLOTS)
+        return (int)(u - TM__ST_FIRST + TM__GGML_SLOTS);
+    return -1;
+}
+
+/* ---- the instruction-set paths ------------------------------------------------------------- */
+
+/* What a path needs of the CPU and the OS, as bits of src/compute/x86/cpu.c's answer. */
+enum {
+    TM__X86_AVX2 = 1u << 0,   /* AVX2 + FMA + F16C + BMI2, YMM state enabled by the OS */
+    TM__X86_AVX512 = 1u << 1, /* AVX-512 F, BW, VL, DQ, VBMI, ZMM + opmask state enabled */
+};
+#if defined(__x86_64__)
+unsigned tm__x86_features(void); /* the TM__X86_ bits this CPU and its OS both support */
+#endif
+
+/* Every instruction-set path the library knows, X(ID, "name", FALLBACK, NEEDS): for a type a
+ * path's tables have no kernel for, the path runs its fallback's kernel (resolved once, at first
+ * use: avx512 -> avx2 -> scalar); NEEDS is what the CPU must have for the path to run (NEON is
+ * part of every aarch64 CPU). Later paths are better; a fallback comes before its path. A path
+ * is built when some kernel file of this build belongs to it. */
+#define TM__ISA_LIST(X)                             \
+    X(SCALAR, "scalar", SCALAR, 0)                  \
+    X(AVX2, "avx2", SCALAR, TM__X86_AVX2)           \
+    X(AVX512, "avx512", AVX2, TM__X86_AVX512)       \
+    X(NEON, "neon", SCALAR, 0)
+
+enum tm__isa {
+#define TM__ISA_ENUM(id, name, fallback, needs) TM__ISA_##id,
+    TM__ISA_LIST(TM__ISA_ENUM)
+#undef TM__ISA_ENUM
+    TM__N_ISAS
+};
+
+/* ---- the kernel families ------------------------------------------------------------------- */
+
+/* Decode n_blocks whole blocks at src (any alignment: blocks in a file are only 2-byte
+ * aligned) into dst (n_blocks * block_elems floats, any 4-byte alignment). */
+typedef void tm__dequant_fn(const void *src, float *dst, size_t n_blocks);
+
+/* tm_matvec's row kernels: the dot product of ONE row of W (n_blocks whole blocks where they lie
+ * in the mapping, any alignment) with x, in an order fixed by the kernel alone: rows never share
+ * an accumulator, so splitting the rows over threads cannot change a result. */
+
+/* sum over the row of w[i] * x[i], x as float32 (n_blocks * block_elems floats) */
+typedef float tm__mv_f32_fn(const void *w, const float *x, size_t n_blocks);
+/* the same with x quantized: n_blocks tm__q8_0x (32-element weight blocks) or tm__q8_Kx
+ * (256-element weight blocks) at xq */
+typedef float tm__mv_q8_fn(const void *w, const void *xq, size_t n_blocks);
+
+/* x quantized to 8 bits for TM_MATVEC_Q8, as ggml's q8_0 and q8_K blocks but with a float32
+ * scale in both (ggml's q8_0 keeps a half; a float costs nothing here and loses less):
+ * x[i] ~= d * qs[i], qs in [-127, 127]; bsums[g] = sum of qs[16g .. 16g + 15]. */
+typedef struct tm__q8_0x {
+    float d;
+    int8_t qs[32];
+} tm__q8_0x;
+
+typedef struct tm__q8_Kx {
+    float d;
+    int8_t qs[256];
+    int16_t bsums[16];
+} tm__q8_Kx;
+
+_Static_assert(sizeof(tm__q8_0x) == 36, "q8_0 activation block is 36 bytes");
+_Static_assert(sizeof(tm__q8_Kx) == 292, "q8_K activation block is 292 bytes");
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+/* The kernel families, X(field, kernel type): a table has a slot array per family. A new family
+ * (the batched product, quantization) is a line here; isa.c merges every family by one rule. */
+#define TM__FAMILIES(X)              \
+    X(dequant, tm__dequant_fn)       \
+    X(mv_f32, tm__mv_f32_fn)         \
+    X(mv_q8, tm__mv_q8_fn)
+
+/* One kernel file's kernels, by family and slot; NULL: the file has none for that type (then the
+ * path's other tables, then its fallback path, then, for matvec, decode + dot). A path may have
+ * several tables (one per kernel file); no two of them may fill the same slot of a family.
+ * Slots are written [TM_TYPE_Q4_K] for ggml ids (their slot is their id) and
+ * [TM__SLOT(TM_TYPE_U8)] for safetensors ids (a raw one would not fit the array). */
+typedef struct tm__kernels {
+#define TM__FAMILY_SLOTS(family, fn_type) fn_type *family[TM__SLOTS];
+    TM__FAMILIES(TM__FAMILY_SLOTS)
+#undef TM__FAMILY_SLOTS
+} tm__kernels;
+
+#endif /* TM_KERNELS_H */
