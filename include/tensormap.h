@@ -237,6 +237,11 @@ enum tm_open_flags {
     TM_OPEN_ALL_SHARDS = 1u << 1,
     /* a shard of a split GGUF set opens alone, even the first (which otherwise opens the set) */
     TM_OPEN_ONE_SHARD = 1u << 2,
+    /* a file cut off short (a download that stopped) whose header is whole opens instead of
+     * being refused (TM_TRUNCATED): its header reads, tm_file_missing_bytes says how much is
+     * missing, and the tensors the end cuts have data == NULL and cannot be decoded or fetched
+     * (TM_TRUNCATED, naming the tensor) */
+    TM_OPEN_TRUNCATED = 1u << 3,
 };
 
 /* Limits that are not the format's own. */
@@ -275,7 +280,8 @@ enum tm_open_flags {
  *                   directory; a shard path that is not a regular file
  *   TM_NOMEM        out of memory (the index is proportional to the entries present)
  *   TM_NOT_MODEL    neither GGUF nor safetensors (the message shows the first bytes)
- *   TM_TRUNCATED    an empty file, or one that ends before a field it declares
+ *   TM_TRUNCATED    an empty file, or one that ends before a field it declares, or (without
+ *                   TM_OPEN_TRUNCATED) before the data its tensors declare
  *   TM_BAD_VERSION  a GGUF version other than 2 or 3 (1, or a byte-swapped version, named so)
  *   TM_BAD_VALUE    a field the format does not allow; split.no or split.count disagreeing with
  *                   the file's name or the first shard; shard tensor counts not adding up to
@@ -323,7 +329,7 @@ typedef struct tm_layout {
     uint64_t infos_end;          /* GGUF: end of the last tensor info; safetensors: = kv_end */
     uint64_t padding;            /* data_start - infos_end */
     uint64_t data_start;         /* tensor offsets count from here */
-    uint64_t data_size;          /* file_size - data_start */
+    uint64_t data_size;          /* file_size - data_start (0 if a file cut off ends sooner) */
     uint64_t tensors_end;        /* max over tensors of offset + n_bytes, from data_start */
     uint64_t file_size;
     uint32_t n_shards;           /* files behind this index: 1 unless a sharded checkpoint */
@@ -331,6 +337,16 @@ typedef struct tm_layout {
 
 /* The file's layout, owned by the file; NULL for NULL. */
 TM_API const tm_layout *tm_file_layout(const tm_file *file);
+
+/* How many bytes the file lacks: 0 for a whole file. A file cut off short (a download that
+ * stopped) whose header is whole opens with TM_OPEN_TRUNCATED, header and all: its layout says
+ * what the header declares (data_start, tensors_end) and what the file holds (file_size, and
+ * data_size, which may then be 0). This is data_start + tensors_end - file_size, summed over
+ * the shards of a set that are short (saturating at UINT64_MAX). A tensor the end cuts has
+ * data == NULL, and decoding it (tm_dequant_*, tm_matvec*), fetching its bytes
+ * (tm_tensor_fetch) or copying it into a new file (tm_writer_tensor_copy) fails with
+ * TM_TRUNCATED, naming it; the tensors before the cut decode as usual. 0 for NULL. */
+TM_API uint64_t tm_file_missing_bytes(const tm_file *file);
 
 /* The first bytes of the file as mapped (or read): for tools that show the header as bytes.
  * For a sharded checkpoint, shard 0. tm_file_bytes_size says how many there are: the file's
@@ -362,7 +378,8 @@ typedef struct tm_tensor {
     uint64_t offset;        /* from the start of the data section, as in the file */
     uint64_t n_bytes;       /* computed from ne and type, never from the next offset */
     const void *data;       /* = mapping + data_start + offset: zero-copy; NULL for a remote
-                             * file (tm_tensor_fetch) */
+                             * file (tm_tensor_fetch) and for a tensor cut off
+                             * (tm_tensor_is_cut) */
     uint64_t info_offset;   /* GGUF: file offset of this tensor's info record; safetensors: of
                              * the header */
     uint64_t info_bytes;    /* GGUF: bytes of the info record */
@@ -385,6 +402,9 @@ TM_API uint64_t tm_tensor_rows(const tm_tensor *t);
  * reversed; writes n_dims values to shape and returns n_dims (0 for NULL t). shape must not be
  * NULL unless n_dims is 0. */
 TM_API uint32_t tm_tensor_shape(const tm_tensor *t, uint64_t shape[4]);
+/* True when some of t's bytes lie past the end of a file opened with TM_OPEN_TRUNCATED (see
+ * tm_file_missing_bytes): its data is NULL and its bytes cannot be read. False for NULL. */
+TM_API bool tm_tensor_is_cut(const tm_tensor *t);
 
 /* ---- Metadata: entries, their values, string arrays ----------------------------------------- */
 
@@ -468,8 +488,9 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
  * set. The header is fetched by HTTP range requests and walked with the same checks as a local
  * file: a first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
  * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
- * default 256 MiB: TM_LIMIT beyond). A split GGUF set opens from its first shard's URL and a
- * safetensors checkpoint from its index's URL, the shards being found beside them.
+ * default 256 MiB, for all the files of a set together: TM_LIMIT beyond). A split GGUF set
+ * opens from its first shard's URL and a safetensors checkpoint from its index's URL, the
+ * shards being found beside them.
  *
  * A remote file's tensors have data == NULL: their bytes are fetched by tm_tensor_fetch, or
  * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
@@ -482,7 +503,7 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
  *                   and timeout failures; a server that ignores Range when tensor bytes are
  *                   asked for (the head is still read, and the rest never downloaded); the file
  *                   changing on the server between requests (size, ETag or Last-Modified)
- *   TM_LIMIT        a header longer than TM_HTTP_HEAD_LIMIT
+ *   TM_LIMIT        a header (a set's headers together) longer than TM_HTTP_HEAD_LIMIT
  *   TM_INVALID_ARG  an hf: name that is not hf:OWNER/REPO/FILE or hf:OWNER/REPO/FILE@REVISION
  *   TM_NOMEM        out of memory for the head or a request
  *   TM_UNSUPPORTED  a URL given to a library built without libcurl
@@ -501,7 +522,8 @@ TM_API void tm_file_fetched(const tm_file *file, uint64_t *bytes, uint64_t *requ
 /* Copy bytes [offset, offset + len) of the tensor's data into buf: from the mapping for a local
  * file, by HTTP range requests for a remote one. Returns TM_OK (len 0 copies nothing, and buf
  * may then be NULL), or TM_INVALID_ARG (t NULL; buf NULL with len > 0; a range outside n_bytes;
- * a tensor with neither data nor a file), or for a remote file the errors above. Allocates
+ * a tensor with neither data nor a file), TM_TRUNCATED (a tensor cut off: tm_tensor_is_cut),
+ * or for a remote file the errors above. Allocates
  * nothing for a local tensor. Safe from several threads (a remote file's requests then take
  * turns). */
 TM_API tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, void *buf,
@@ -546,6 +568,7 @@ TM_API const char *tm_isa_built(unsigned i);
  *                   whole number of blocks; an output too large to address
  *   TM_UNSUPPORTED  a type without a decoder (tm_type_can_dequant is false), naming the type
  *   TM_ISA          TM_ISA names a path this machine cannot run (tm_set_isa clears it)
+ *   TM_TRUNCATED    a tensor cut off (tm_tensor_is_cut), naming it
  * and, for a remote tensor, the errors of tm_tensor_fetch and TM_NOMEM. Nothing is allocated
  * for a local tensor, and on failure out is untouched. A remote tensor's blocks are fetched
  * into two buffers of at most 16 MiB, piece by piece, each piece decoded as it arrives while
@@ -608,6 +631,7 @@ TM_API tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_ele
  *   TM_UNSUPPORTED  a type this library cannot decode (tm_type_can_dequant is false)
  *   TM_ISA          TM_ISA names a path this machine cannot run (tm_set_isa clears it)
  *   TM_NOMEM        TM_MATVEC_Q8's buffer for x could not be allocated
+ *   TM_TRUNCATED    a tensor cut off (tm_tensor_is_cut), naming it
  * and, for a remote tensor, fetched in pieces as tm_dequant_* fetches it, the errors of
  * tm_tensor_fetch and TM_NOMEM for the pieces (the rows of the pieces before a failed one are
  * then written). */
@@ -680,10 +704,11 @@ TM_API void tm_outfile_abort(tm_outfile *o);
  * hole (the file is extended with ftruncate: sparse, nothing written). ----------------------
  *
  * Every tm_writer_* call on a writer that returns a status gives TM_INVALID_ARG for w NULL
- * (tm_writer_free does nothing with NULL, tm_writer_header_bytes returns 0). The adders copy keys, names and values into the writer
- * (tensor data excepted) and check what the reader checks of one entry or tensor; what the
- * reader checks across them (duplicates, overlaps) is refused by tm_writer_finish. An adder that
- * fails adds nothing, and the writer stays usable. Each may also give TM_NOMEM. */
+ * (tm_writer_free does nothing with NULL, tm_writer_header_bytes returns 0). The adders copy
+ * keys, names and values into the writer (tensor data excepted) and check what the reader
+ * checks of one entry or tensor; what the reader checks across them (duplicates, overlaps) is
+ * refused by tm_writer_finish. An adder that fails adds nothing, and the writer stays usable.
+ * Each may also give TM_NOMEM. */
 
 typedef struct tm_writer tm_writer;
 
@@ -760,16 +785,16 @@ TM_API tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *er
 /* Tensor t of the open file f, under name (NULL: t's own name), with t's type and shape; its
  * bytes are referenced. same_offset places it at t's own offset (the data section of a one-file
  * source kept as it is), else after the previous tensor. TM_INVALID_ARG for f or t NULL (t must
- * be one of f's tensors); TM_UNSUPPORTED for a remote file's tensor; otherwise the tensor
- * adders' errors. */
+ * be one of f's tensors); TM_UNSUPPORTED for a remote file's tensor; TM_TRUNCATED for a tensor
+ * cut off (tm_tensor_is_cut); otherwise the tensor adders' errors. */
 TM_API tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
                                        const char *name, bool same_offset, tm_error *err);
 /* A writer holding f's version, alignment, every entry and every tensor (a one-file source
  * keeps every tensor's offset; a split set's tensors are laid out in order), with
  * verification on. Returns TM_OK with *out a new writer, or (*out NULL when out is set)
  * TM_INVALID_ARG (f or out NULL), TM_UNSUPPORTED (a safetensors source, a remote file's
- * tensors),
- * TM_NOMEM, or an adder's error for an entry or tensor of f. */
+ * tensors), TM_NOMEM, or the error of tm_writer_kv_copy or tm_writer_tensor_copy for an entry
+ * or tensor of f (TM_TRUNCATED for a file cut off). */
 TM_API tm_status tm_writer_new_from(const tm_file *f, tm_writer **out, tm_error *err);
 /* With verify on, tm_writer_finish opens the file it wrote with tm_open before it replaces
  * anything, and fails (leaving path as it was) when the reader refuses it or reads other

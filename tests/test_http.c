@@ -86,33 +86,10 @@ static const char *url(const char *path) { return url_of(&plain, "127.0.0.1", pa
 
 /* ---- the server's log ------------------------------------------------------------------------ */
 
-/* Ask the server to answer once no request is in progress (a request the tool gave up on may
- * still be writing), so that the log is complete. */
-static void quiet(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)plain.port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
-    static const char req[] = "GET /_quiet HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    cr_assert_eq(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
-    char buf[512];
-    size_t n = 0;
-    for (ssize_t got; n < sizeof buf - 1 && (got = read(fd, buf + n, sizeof buf - 1 - n)) > 0;)
-        n += (size_t)got;
-    buf[n] = '\0';
-    close(fd);
-    cr_assert(strstr(buf, " 200 ") && strstr(buf, "quiet"), "the server stayed busy: %s", buf);
-}
+static void quiet(void) { server_quiet(&plain); }
 
 /* Where the log ends now: the requests of the next command start there. */
-static size_t log_mark(void)
-{
-    quiet();
-    struct stat st;
-    return stat(plain.log, &st) == 0 ? (size_t)st.st_size : 0;
-}
+static size_t log_mark(void) { return server_log_mark(&plain); }
 
 /* The requests logged since mark, as an array of objects. */
 static json_t *log_since(size_t mark)

@@ -43,8 +43,19 @@ enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3, TM__MAP_REMOTE 
 /* A flag bit tm__map_open takes beside the TM_OPEN_* ones: refuse anything but a regular file,
  * checked on the descriptor opened (a shard). */
 #define TM__MAP_REGULAR_ONLY (1u << 31)
-/* path may be a local path, "-" (standard input), or a URL (tm__is_url). */
-tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err);
+/* The header bytes the remote files of one tm_file have fetched, together: TM_HTTP_HEAD_LIMIT
+ * bounds their sum, whatever the number of shards. files_to_open is how many files its owner
+ * is about to open (0: one), so that each first request leaves the others their share. Its
+ * owner zeroes it; http.c counts into it. */
+typedef struct tm__head_budget {
+    uint64_t spent;
+    uint32_t files_to_open;
+} tm__head_budget;
+
+/* path may be a local path, "-" (standard input), or a URL (tm__is_url), whose head counts into
+ * budget. */
+tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
+                       tm_error *err);
 /* The environment variable name as a byte count (decimal, with an optional K, M or G for 2^10,
  * 2^20, 2^30); dflt when unset or not such a number. */
 uint64_t tm__env_bytes(const char *name, uint64_t dflt);
@@ -61,7 +72,7 @@ tm_status tm__map_read(const tm__map *m, uint64_t offset, uint64_t len, void *bu
 bool tm__is_url(const char *path);
 /* Fetch the head of the file at url into m (kind TM__MAP_REMOTE); m->path becomes the URL the
  * file is known by (hf: resolved), so that shards beside it are found as its siblings. */
-tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err);
+tm_status tm__remote_open(tm__map *m, const char *url, tm__head_budget *budget, tm_error *err);
 tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err);
 tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
                           tm_error *err);
@@ -110,6 +121,7 @@ struct tm_file {
     void *owned;              /* format-specific memory (e.g. the parsed safetensors JSON) */
     uint64_t fetched_bytes;   /* downloaded for remote maps closed since (an index whose */
     uint64_t fetched_requests; /* shards replaced it), for tm_file_fetched */
+    tm__head_budget head_budget; /* what its remote files' heads fetched, together */
     void (*free_owned)(void *owned);
 };
 
@@ -120,9 +132,6 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err);
 /* True when the bytes look like a safetensors file (u64 length then '{'). */
 bool tm__safetensors_sniff(const uint8_t *p, uint64_t size);
 
-/* safetensors.c: the dtype name the format spells for a type ("BF16"), NULL when it has none. */
-const char *tm__st_dtype_name(tm_type type);
-
 /* ---- shard.c: the files of a sharded checkpoint or split set, whatever their format ---- */
 
 /* Whether the file has a directory its siblings are in (not a buffer, not standard input). */
@@ -131,8 +140,10 @@ bool tm__shard_has_dir(const tm__map *m);
 char *tm__shard_sibling(const char *path, const char *name);
 /* The last component of path. */
 const char *tm__shard_basename(const char *path);
-/* Map one shard by name: a regular file, or an error whose message starts with the path. */
-tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *err);
+/* Map one shard by name: a regular file, or an error whose message starts with the path. A
+ * remote shard's head counts into budget. */
+tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
+                        tm_error *err);
 /* Map the n files of a set and make them f's maps (n_shards = n, shard_layouts zeroed for the
  * walker to fill). paths[keep] is the file already in maps[0], which is moved rather than mapped
  * again (keep < 0: none is). On failure f is unchanged. */
@@ -155,11 +166,23 @@ typedef struct tm__type_info {
 const tm__type_info *tm__type_get(tm_type type); /* NULL if unknown or removed */
 /* The name of an id ggml removed (4 -> "q4_2"), NULL otherwise. */
 const char *tm__type_removed_name(tm_type type);
+/* A safetensors dtype: its name as the format spells it ("BF16") and its type id. */
+typedef struct tm__st_dtype {
+    const char *name;
+    tm_type type;
+} tm__st_dtype;
+/* The dtype a name spells, NULL when the library knows none by it. */
+const tm__st_dtype *tm__st_dtype_named(const char *name);
+/* The dtype name of a type, NULL when it has none. */
+const char *tm__st_dtype_name(tm_type type);
 
 /* ---- fetch.c: a remote tensor's bytes ---- */
 
 /* True when t's bytes are fetched rather than mapped. */
 bool tm__tensor_is_remote(const tm_tensor *t);
+/* TM_OK, or TM_TRUNCATED naming t when the end of a file cut off short (a truncated download
+ * whose header is whole) cuts t's bytes: the reason every reader of a tensor's bytes gives. */
+tm_status tm__tensor_whole(const tm_tensor *t, tm_error *err);
 /* Called with each piece of a remote tensor: a tensor of its own whose data is the fetched
  * bytes of blocks [first + done, first + done + piece->n_bytes / block bytes). */
 typedef tm_status (*tm__piece_fn)(const tm_tensor *piece, uint64_t done, void *ctx,

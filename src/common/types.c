@@ -1,4 +1,5 @@
-/* The element-type table (ggml's ids, names and block geometry) and the metadata value types. */
+/* The element-type table (ggml's ids, names and block geometry), the safetensors dtype names, and
+ * the metadata value types. */
 #include "internal.h"
 
 /* The geometry and names of every type, from the one list in tensormap.h. */
@@ -54,6 +55,32 @@ uint32_t tm_type_block_bytes(tm_type type)
 {
     const tm__type_info *t = tm__type_get(type);
     return t ? t->block_bytes : 0;
+}
+
+/* safetensors dtypes as the reference spells them. Each is a type of one element a block, so
+ * an element's size is the type's block bytes. */
+static const tm__st_dtype st_dtypes[] = {
+    {"F64", TM_TYPE_F64},         {"F32", TM_TYPE_F32},         {"F16", TM_TYPE_F16},
+    {"BF16", TM_TYPE_BF16},       {"I64", TM_TYPE_I64},         {"I32", TM_TYPE_I32},
+    {"I16", TM_TYPE_I16},         {"I8", TM_TYPE_I8},           {"U64", TM_TYPE_U64},
+    {"U32", TM_TYPE_U32},         {"U16", TM_TYPE_U16},         {"U8", TM_TYPE_U8},
+    {"BOOL", TM_TYPE_BOOL},       {"F8_E4M3", TM_TYPE_F8_E4M3}, {"F8_E5M2", TM_TYPE_F8_E5M2},
+};
+
+const tm__st_dtype *tm__st_dtype_named(const char *name)
+{
+    for (size_t i = 0; i < COUNT(st_dtypes); i++)
+        if (strcmp(name, st_dtypes[i].name) == 0)
+            return &st_dtypes[i];
+    return NULL;
+}
+
+const char *tm__st_dtype_name(tm_type type)
+{
+    for (size_t i = 0; i < COUNT(st_dtypes); i++)
+        if (st_dtypes[i].type == type)
+            return st_dtypes[i].name;
+    return NULL;
 }
 
 /* The metadata value types' names and sizes, from the one list in tensormap.h. */

@@ -74,7 +74,7 @@ static tm_status tensor_blocks(const tm_tensor *t, uint64_t *n_blocks, uint32_t 
                         (unsigned long long)t->n_elements, be);
     *n_blocks = t->n_elements / be;
     *block_elems = be;
-    return TM_OK;
+    return tm__tensor_whole(t, err); /* a file cut off short holds none of a cut tensor */
 }
 
 static tm_status dequant_threads(const tm_tensor *t, uint64_t first_block, uint64_t n_blocks,

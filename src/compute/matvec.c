@@ -106,6 +106,9 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
                         "%s: %s: rows [%llu, %llu) are not a range inside its %llu rows", fn,
                         tm__tensor_label(t, what, sizeof what), (unsigned long long)r0,
                         (unsigned long long)r1, (unsigned long long)rows);
+    tm_status st = tm__tensor_whole(t, err);
+    if (st != TM_OK)
+        return st;
     if (rows && !t->data && !tm__tensor_is_remote(t))
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "%s: %s has no data", fn,
                         tm__tensor_label(t, what, sizeof what));

@@ -18,9 +18,9 @@ bool tm__is_url(const char *path)
 
 bool tm_remote_supported(void) { return false; }
 
-tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err)
+tm_status tm__remote_open(tm__map *m, const char *url, tm__head_budget *budget, tm_error *err)
 {
-    (void)m, (void)url;
+    (void)m, (void)url, (void)budget;
     return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET,
                     "this tensormap was built without libcurl, so it cannot read URLs "
                     "(install libcurl4-openssl-dev and rebuild)");
@@ -75,6 +75,7 @@ struct tm__remote {
     char modified[128];          /* and Last-Modified */
     bool ranges;                 /* the server answered a range with 206 */
     uint64_t chunk, head_limit;
+    tm__head_budget *budget;     /* the header bytes of every file of this model (its owner's) */
     uint8_t *head;
     pthread_mutex_t lock;        /* one request (or one parallel read) at a time */
     CURL *easy[PARALLEL];        /* kept open between requests: their connections are reused */
@@ -534,16 +535,34 @@ static tm_status set_auth(tm__remote *r, tm_error *err)
     return TM_OK;
 }
 
-/* The first request: the file's first chunk, its size, and what identifies this version. */
-static tm_status fetch_first(tm__map *m, const char *url, tm_error *err)
+/* What is left of TM_HTTP_HEAD_LIMIT for the files of this model. */
+static uint64_t head_left(const tm__remote *r)
+{
+    return r->head_limit > r->budget->spent ? r->head_limit - r->budget->spent : 0;
+}
+
+/* The first request's size: a chunk, or, when that would leave the files still to be opened
+ * less than their share of the head limit, this file's equal share; never less than MIN_CHUNK,
+ * which the format sniffers count on. */
+static uint64_t first_request(const tm__remote *r)
+{
+    const uint32_t files = r->budget->files_to_open ? r->budget->files_to_open : 1;
+    const uint64_t share = head_left(r) / files;
+    const uint64_t n = share > MIN_CHUNK ? share : MIN_CHUNK;
+    return n < r->chunk ? n : r->chunk;
+}
+
+/* The first request: the file's first bytes (first of them), its size, and what identifies
+ * this version. */
+static tm_status fetch_first(tm__map *m, const char *url, uint64_t first, tm_error *err)
 {
     tm__remote *r = m->remote;
-    r->head = malloc((size_t)r->chunk);
+    r->head = malloc((size_t)first);
     if (!r->head)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     transfer t;
     long code;
-    tm_status st = get(r, r->easy[0], url, 0, r->chunk, r->head, &t, &code, &r->bytes,
+    tm_status st = get(r, r->easy[0], url, 0, first, r->head, &t, &code, &r->bytes,
                        &r->requests, err);
     if (st != TM_OK)
         return st;
@@ -567,20 +586,20 @@ static tm_status fetch_first(tm__map *m, const char *url, tm_error *err)
     } else if (code == 206 && (t.range_first != 0 || t.got != t.range_last + 1)) {
         return tm__fail(err, TM_IO, TM_NO_OFFSET,
                         "%sasked for the first %llu bytes, the server sent bytes %llu-%llu "
-                        "(%llu bytes)", r->shown, (unsigned long long)r->chunk,
+                        "(%llu bytes)", r->shown, (unsigned long long)first,
                         (unsigned long long)t.range_first, (unsigned long long)t.range_last,
                         (unsigned long long)t.got);
     }
-    if (t.got < (m->size < r->chunk ? m->size : r->chunk))
+    if (t.got < (m->size < first ? m->size : first))
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sthe server sent %llu of the first %llu "
                         "bytes", r->shown, (unsigned long long)t.got,
-                        (unsigned long long)(m->size < r->chunk ? m->size : r->chunk));
+                        (unsigned long long)(m->size < first ? m->size : first));
     m->avail = t.got;
     m->base = r->head;
     return TM_OK;
 }
 
-tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err)
+tm_status tm__remote_open(tm__map *m, const char *url, tm__head_budget *budget, tm_error *err)
 {
     memset(m, 0, sizeof *m);
     pthread_once(&curl_once, init_curl);
@@ -597,6 +616,7 @@ tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err)
     if (r->chunk < MIN_CHUNK)
         r->chunk = MIN_CHUNK;
     r->head_limit = tm__env_bytes("TM_HTTP_HEAD_LIMIT", DEFAULT_HEAD_LIMIT);
+    r->budget = budget;
     const bool hf = strncmp(url, "hf:", 3) == 0;
     tm_status st = hf ? resolve_hf(url, &m->path, err)
                    : (m->path = strdup(url)) != NULL
@@ -615,8 +635,19 @@ tm_status tm__remote_open(tm__map *m, const char *url, tm_error *err)
         st = set_auth(r, err);
     if (st == TM_OK && !(r->easy[0] = new_easy()))
         st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+    const uint64_t first = first_request(r);
+    if (st == TM_OK && first > head_left(r))
+        st = tm__fail(err, TM_LIMIT, TM_NO_OFFSET,
+                      "%sthe files opened before this one left %llu bytes of TM_HTTP_HEAD_LIMIT "
+                      "(%llu bytes of header for all the files of a model together), less than "
+                      "a first request of %llu; download the model, or raise the limit",
+                      r->shown, (unsigned long long)head_left(r),
+                      (unsigned long long)r->head_limit, (unsigned long long)first);
     if (st == TM_OK)
-        st = fetch_first(m, m->path, err);
+        st = fetch_first(m, m->path, first, err);
+    budget->spent += r->bytes;
+    if (budget->files_to_open)
+        budget->files_to_open--;
     if (st != TM_OK) {
         tm__remote_close(m);
         free(m->path);
@@ -637,12 +668,22 @@ tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err)
         want = 2 * m->avail; /* each step starts again from byte 0: double */
     if (want > m->size)
         want = m->size;
-    if (want > r->head_limit)
+    /* The limit is on what every file of the model transfers for its head together: a range
+     * costs what it adds, a server ignoring ranges sends the start again. When the whole step
+     * does not fit, half of what is left (the files walked after this one keep the rest), but
+     * never less than the walk needs. */
+    const uint64_t needed = end < m->size ? end : m->size;
+    const uint64_t left = head_left(r), from = r->ranges ? m->avail : 0;
+    if (want - from > left)
+        want = from + left / 2 > needed ? from + left / 2 : needed;
+    if (want - from > left)
         return tm__fail(err, TM_LIMIT, m->avail,
-                        "%sthe header walk needs more than TM_HTTP_HEAD_LIMIT (%llu bytes) of "
-                        "the file (it reached byte %llu and needs byte %llu); download it, or "
-                        "raise the limit", r->shown, (unsigned long long)r->head_limit,
-                        (unsigned long long)m->avail, (unsigned long long)end);
+                        "%sthe header walk needs more than TM_HTTP_HEAD_LIMIT (%llu bytes of "
+                        "header for all the files of a model together, %llu fetched so far; "
+                        "this file's walk reached byte %llu and needs byte %llu); download it, "
+                        "or raise the limit", r->shown, (unsigned long long)r->head_limit,
+                        (unsigned long long)r->budget->spent, (unsigned long long)m->avail,
+                        (unsigned long long)end);
     uint8_t *head = realloc(r->head, (size_t)want);
     if (!head)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %llu bytes of header",
@@ -650,6 +691,7 @@ tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err)
     r->head = head;
     m->base = head;
     pthread_mutex_lock(&r->lock);
+    const uint64_t before = r->bytes;
     tm_status st;
     if (r->ranges) {
         st = read_locked(r, m, m->avail, want - m->avail, head + m->avail, err);
@@ -665,6 +707,7 @@ tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err)
         if (st == TM_OK && t.got != want)
             st = changed(r, "it ended sooner", err);
     }
+    r->budget->spent += r->bytes - before;
     pthread_mutex_unlock(&r->lock);
     if (st == TM_OK)
         m->avail = want;

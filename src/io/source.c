@@ -110,11 +110,12 @@ static tm_status read_file(int fd, uint64_t size, uint8_t **out, tm_error *err)
     return TM_OK;
 }
 
-tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm_error *err)
+tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
+                       tm_error *err)
 {
     memset(m, 0, sizeof *m);
     if (tm__is_url(path))
-        return tm__remote_open(m, path, err);
+        return tm__remote_open(m, path, budget, err);
     m->path = strdup(path);
     if (!m->path)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");

@@ -30,15 +30,48 @@ tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, voi
         memcpy(buf, (const uint8_t *)t->data + offset, (size_t)len);
         return TM_OK;
     }
+    tm_status st = tm__tensor_whole(t, err);
+    if (st != TM_OK)
+        return st;
     if (!t->file || t->shard >= t->file->layout.n_shards)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "tensor %s has no data", name);
     const tm_layout *l = tm_shard_layout(t->file, t->shard);
     tm_error inner = {0};
-    tm_status st = tm__map_read(&t->file->maps[t->shard], l->data_start + t->offset + offset,
-                                len, buf, &inner);
+    st = tm__map_read(&t->file->maps[t->shard], l->data_start + t->offset + offset, len, buf,
+                      &inner);
     if (st != TM_OK)
         tm__fail(err, st, inner.offset, "tensor %s: %s", name, inner.message);
     return st;
+}
+
+bool tm_tensor_is_cut(const tm_tensor *t)
+{
+    if (!t || t->data || !t->file || t->shard >= t->file->layout.n_shards)
+        return false;
+    const tm_layout *l = tm_shard_layout(t->file, t->shard);
+    /* the walk checked that the end is below 2^64 */
+    return t->n_bytes > 0 && l->data_start + t->offset + t->n_bytes > l->file_size;
+}
+
+tm_status tm__tensor_whole(const tm_tensor *t, tm_error *err)
+{
+    if (!tm_tensor_is_cut(t))
+        return TM_OK;
+    const tm_layout *l = tm_shard_layout(t->file, t->shard);
+    const uint64_t start = l->data_start + t->offset, end = start + t->n_bytes;
+    char name[160], file[200] = "the file";
+    tm__quote(name, sizeof name, t->name.ptr, t->name.len);
+    if (t->file->layout.n_shards > 1) {
+        const char *path = tm_shard_path(t->file, t->shard);
+        tm__quote(file, sizeof file, path, strlen(path));
+    }
+    const uint64_t have = start < l->file_size ? l->file_size - start : 0;
+    return tm__fail(err, TM_TRUNCATED, t->info_offset,
+                    "tensor %s is cut off: its %llu bytes run from byte %llu to %llu, but %s "
+                    "ends at byte %llu (%llu of them are missing: a truncated download?)",
+                    name, (unsigned long long)t->n_bytes, (unsigned long long)start,
+                    (unsigned long long)end, file, (unsigned long long)l->file_size,
+                    (unsigned long long)(t->n_bytes - have));
 }
 
 bool tm__tensor_is_remote(const tm_tensor *t)

@@ -28,27 +28,6 @@
 
 #define ST_INDEX_NAME "model.safetensors.index.json"
 
-/* dtype names as the reference spells them, with their ids and element sizes. */
-static const struct st_dtype {
-    const char *name;
-    tm_type type;
-    uint32_t size;
-} st_dtypes[] = {
-    {"F64", TM_TYPE_F64, 8},         {"F32", TM_TYPE_F32, 4},         {"F16", TM_TYPE_F16, 2},
-    {"BF16", TM_TYPE_BF16, 2},       {"I64", TM_TYPE_I64, 8},         {"I32", TM_TYPE_I32, 4},
-    {"I16", TM_TYPE_I16, 2},         {"I8", TM_TYPE_I8, 1},           {"U64", TM_TYPE_U64, 8},
-    {"U32", TM_TYPE_U32, 4},         {"U16", TM_TYPE_U16, 2},         {"U8", TM_TYPE_U8, 1},
-    {"BOOL", TM_TYPE_BOOL, 1},       {"F8_E4M3", TM_TYPE_F8_E4M3, 1}, {"F8_E5M2", TM_TYPE_F8_E5M2, 1},
-};
-
-const char *tm__st_dtype_name(tm_type type)
-{
-    for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
-        if (st_dtypes[i].type == type)
-            return st_dtypes[i].name;
-    return NULL;
-}
-
 /* What f->owned holds for a safetensors file: the parsed JSON trees (names and strings point
  * into them) and the index's numeric metadata values. */
 typedef struct st_owned {
@@ -205,10 +184,7 @@ static tm_status read_entry(const st_ctx *c, const char *name, size_t len, json_
                     offs ? "not an array of two integers [begin, end]" : "missing");
     /* other fields are ignored, as the reference (serde, without deny_unknown_fields) does */
 
-    const struct st_dtype *dt = NULL;
-    for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
-        if (strcmp(json_string_value(dtype), st_dtypes[i].name) == 0)
-            dt = &st_dtypes[i];
+    const tm__st_dtype *dt = tm__st_dtype_named(json_string_value(dtype));
     if (!dt) {
         char q[64];
         tm__quote(q, sizeof q, json_string_value(dtype), json_string_length(dtype));
@@ -234,7 +210,7 @@ static tm_status read_entry(const st_ctx *c, const char *name, size_t len, json_
         if (!tm__mul_u64(e->t.n_elements, n, &e->t.n_elements))
             return FAIL(TM_LIMIT, "the shape's element count overflows 64 bits");
     }
-    if (!tm__mul_u64(e->t.n_elements, dt->size, &e->t.n_bytes))
+    if (!tm__mul_u64(e->t.n_elements, tm_type_block_bytes(dt->type), &e->t.n_bytes))
         return FAIL(TM_LIMIT, "%llu elements of %s overflow 64 bits of bytes",
                     (unsigned long long)e->t.n_elements, dt->name);
     if (!get_u64(json_array_get(offs, 0), &e->begin) || !get_u64(json_array_get(offs, 1), &e->end))
@@ -323,21 +299,33 @@ static tm_status read_metadata(tm_file *f, const st_ctx *c, json_t *meta, size_t
     return TM_OK;
 }
 
-/* A jansson refusal of the JSON starting at file byte base, in our words. */
+/* A jansson refusal of the JSON starting at file byte base, in our words. jansson's text ends
+ * "near 'TOKEN'" with the token as the file spells it (a key may hold DEL or a C1 control): the
+ * token is quoted again, as every string from a file is. */
 static tm_status json_fail(tm_error *err, const json_error_t *je, uint64_t base, const char *what,
                            const char *noun)
 {
     uint64_t at = base + (uint64_t)je->position;
     enum json_error_code code = json_error_code(je);
+    const char *near = strstr(je->text, " near '");
+    const size_t len = strlen(je->text);
+    int words = (int)len;
+    char token[160] = "";
+    if (near && near + 7 < je->text + len && je->text[len - 1] == '\'') {
+        words = (int)(near - je->text);
+        tm__quote(token, sizeof token, near + 7, (uint64_t)(je->text + len - 1 - (near + 7)));
+    }
     return tm__fail(err, code == json_error_duplicate_key ? TM_DUPLICATE : TM_BAD_VALUE, at,
-                    "%s%s is not valid at byte %llu: %s%s", what, noun, (unsigned long long)at,
+                    "%s%s is not valid at byte %llu: %s%.*s%s%s", what, noun,
+                    (unsigned long long)at,
                     code == json_error_duplicate_key ? "a name appears twice: "
-                    : code == json_error_invalid_utf8 ? "invalid UTF-8: " : "", je->text);
+                    : code == json_error_invalid_utf8 ? "invalid UTF-8: " : "",
+                    words, je->text, token[0] ? " near " : "", token);
 }
 
 /* Walk one mapped safetensors image into f (appending tensors and metadata); fill lay. */
 static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_t *seen,
-                             tm_layout *lay, tm_error *err)
+                             unsigned flags, tm_layout *lay, tm_error *err)
 {
     tm__map *m = &f->maps[shard];
     if (m->size < 8)
@@ -405,7 +393,9 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
                            (unsigned long long)at, e->begin > at ? "a gap" : "an overlap");
             goto out;
         }
-        if (e->end > data_size) {
+        /* past the end, a file cut off (a download that stopped): opened with
+         * TM_OPEN_TRUNCATED, its header reads and a tensor the end cuts has no data */
+        if (e->end > data_size && !(flags & TM_OPEN_TRUNCATED)) {
             s = entry_fail(err, TM_LAYOUT, &c, e->index, count, e->t.name.ptr, e->t.name.len,
                            "data_offsets end at %llu (file byte %llu), past the end of the data "
                            "section (%llu bytes)", (unsigned long long)e->end,
@@ -413,12 +403,15 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
             goto out;
         }
         e->t.offset = e->begin;
-        e->t.data = m->kind == TM__MAP_REMOTE ? NULL : m->base + data_start + e->begin;
+        /* a remote file's bytes are fetched instead */
+        e->t.data = m->kind == TM__MAP_REMOTE || e->end > data_size
+                        ? NULL
+                        : m->base + data_start + e->begin;
         e->t.info_offset = 8; /* the header's offset: finding the entry's own costs a search */
         e->t.shard = shard;
         at = e->end;
     }
-    if (at != data_size) {
+    if (at < data_size) {
         s = tm__fail(err, TM_LAYOUT, data_start + at, "%sthe tensors end at data byte %llu (file "
                      "byte %llu) but the file goes on for %llu more bytes: the offsets must cover "
                      "the data section exactly", what, (unsigned long long)at,
@@ -551,21 +544,24 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
         goto out;
 
     for (uint32_t i = 0; i < n_shards; i++) {
-        char swhat[300];
-        snprintf(swhat, sizeof swhat, "shard '%s': ", shards[i]);
+        char shard[200], swhat[220];
+        tm__quote(shard, sizeof shard, shards[i], strlen(shards[i]));
+        snprintf(swhat, sizeof swhat, "shard %s: ", shard);
         uint64_t first = f->layout.n_tensors;
-        s = parse_image(f, i, swhat, seen, &f->shard_layouts[i], err);
+        s = parse_image(f, i, swhat, seen, flags, &f->shard_layouts[i], err);
         if (s != TM_OK)
             goto out;
         for (uint64_t t = first; t < f->layout.n_tensors; t++) {
             const tm_tensor *tt = &f->tensors[t];
             const char *want = json_string_value(json_object_getn(wm, tt->name.ptr, (size_t)tt->name.len));
             if (!want || strcmp(want, shards[i]) != 0) {
-                char q[160];
+                char q[160], qwant[200];
                 tm__quote(q, sizeof q, tt->name.ptr, tt->name.len);
-                s = tm__fail(err, TM_BAD_VALUE, tt->info_offset, "shard '%s': tensor %s %s%s%s",
-                             shards[i], q, want ? "is placed by the index in '" : "is not in the index's weight map",
-                             want ? want : "", want ? "'" : "");
+                tm__quote(qwant, sizeof qwant, want ? want : "", want ? strlen(want) : 0);
+                s = tm__fail(err, TM_BAD_VALUE, tt->info_offset, "%stensor %s %s%s", swhat, q,
+                             want ? "is placed by the index in "
+                                  : "is not in the index's weight map",
+                             want ? qwant : "");
                 goto out;
             }
         }
@@ -591,10 +587,11 @@ static tm_status open_shards(tm_file *f, const char *index_path, json_t *index_r
         }
         json_decref(held);
         if (missing) {
-            char q[160];
+            char q[160], qwhere[200];
             tm__quote(q, sizeof q, missing, strlen(missing));
-            s = tm__fail(err, TM_NOT_FOUND, 0, "%sthe weight map puts tensor %s in '%s', but "
-                         "that shard does not hold it", what, q, where);
+            tm__quote(qwhere, sizeof qwhere, where, strlen(where));
+            s = tm__fail(err, TM_NOT_FOUND, 0, "%sthe weight map puts tensor %s in %s, but "
+                         "that shard does not hold it", what, q, qwhere);
             goto out;
         }
     }
@@ -625,10 +622,11 @@ static tm_status parse_index_json(tm__map *m, const char *label, json_t **out, t
 }
 
 /* The sibling model.safetensors.index.json of a shard, parsed. */
-static tm_status load_index(const char *path, unsigned flags, json_t **out, tm_error *err)
+static tm_status load_index(tm_file *f, const char *path, unsigned flags, json_t **out,
+                            tm_error *err)
 {
     tm__map m = {0};
-    tm_status s = tm__shard_map(&m, path, flags, err);
+    tm_status s = tm__shard_map(&m, path, flags, &f->head_budget, err);
     if (s != TM_OK)
         return s;
     s = parse_index_json(&m, path, out, err);
@@ -659,7 +657,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
         json_t *index = NULL;
         const char *label = m0->path ? m0->path : "buffer";
         if (index_path) {
-            s = load_index(index_path, flags, &index, err);
+            s = load_index(f, index_path, flags, &index, err);
         } else {
             s = parse_index_json(m0, label, &index, err);
         }
@@ -676,9 +674,11 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
             bool named = false;
             json_object_foreach(wm, k, v)
                 named = named || (json_is_string(v) && strcmp(json_string_value(v), base) == 0);
+            char qbase[200];
+            tm__quote(qbase, sizeof qbase, base, strlen(base));
             if (json_is_object(wm) && !named)
-                s = tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "%s: the index %s names no shard '%s'",
-                             m0->path, index_path, base);
+                s = tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "%s: the index %s names no shard %s",
+                             m0->path, index_path, qbase);
         }
         json_t *seen = json_object(); /* metadata keys so far */
         if (s == TM_OK && !seen)
@@ -702,7 +702,7 @@ tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
     }
 
     tm_layout lay;
-    s = parse_image(f, 0, "", NULL, &lay, err);
+    s = parse_image(f, 0, "", NULL, flags, &lay, err);
     if (s == TM_OK)
         f->layout = lay;
     return s;

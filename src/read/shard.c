@@ -32,27 +32,31 @@ const char *tm__shard_basename(const char *path)
     return slash ? slash + 1 : path;
 }
 
-tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm_error *err)
+tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
+                        tm_error *err)
 {
     memset(m, 0, sizeof *m);
     /* A pipe or a device would be read to its end (or block opening): a shard is a file. The
      * path is looked at first, so that a device is never opened; the file opened is checked
      * again (tm__map_open), so that a path swapped in between is refused too. */
     struct stat sb;
+    /* quoted: a safetensors shard's name comes from its index */
+    char q[300];
+    tm__quote(q, sizeof q, path, strlen(path));
     if (tm__is_url(path)) {
         /* a shard beside a remote file is a URL: fetched as the file is */
     } else if (stat(path, &sb) != 0) {
         return tm__fail(err, errno == ENOENT ? TM_NOT_FOUND : TM_IO, TM_NO_OFFSET,
-                        "%s: %s%s", path, errno == ENOENT ? "the shard is missing: " : "",
+                        "%s: %s%s", q, errno == ENOENT ? "the shard is missing: " : "",
                         strerror(errno));
     } else if (!S_ISREG(sb.st_mode)) {
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: is not a regular file (a shard must be)",
-                        path);
+                        q);
     }
     tm_error inner = {0};
-    tm_status s = tm__map_open(m, path, flags | TM__MAP_REGULAR_ONLY, &inner);
+    tm_status s = tm__map_open(m, path, flags | TM__MAP_REGULAR_ONLY, budget, &inner);
     if (s != TM_OK)
-        tm__fail(err, s, inner.offset, "%s: %s", path, inner.message);
+        tm__fail(err, s, inner.offset, "%s: %s", q, inner.message);
     return s;
 }
 
@@ -64,9 +68,12 @@ tm_status tm__shards_open(tm_file *f, char *const *paths, uint32_t n, int keep, 
     tm_status s = maps && lays ? TM_OK
                                : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %u "
                                           "shards", n);
+    /* the shards' first requests share what is left of the head limit */
+    f->head_budget.files_to_open = keep >= 0 ? n - 1 : n;
     for (uint32_t i = 0; i < n && s == TM_OK; i++)
         if ((int)i != keep)
-            s = tm__shard_map(&maps[i], paths[i], flags, err);
+            s = tm__shard_map(&maps[i], paths[i], flags, &f->head_budget, err);
+    f->head_budget.files_to_open = 0; /* local shards do not count themselves off */
     if (s != TM_OK) {
         for (uint32_t i = 0; maps && i < n; i++)
             tm__map_close(&maps[i]);
@@ -115,16 +122,4 @@ void tm__shards_sum(tm_file *f)
         sum.file_size += lays[i].file_size;
     }
     f->layout = sum;
-}
-
-const tm_layout *tm_shard_layout(const tm_file *f, uint32_t shard)
-{
-    if (!f || shard >= f->layout.n_shards)
-        return NULL;
-    return f->layout.n_shards == 1 ? &f->layout : &f->shard_layouts[shard];
-}
-
-const char *tm_shard_path(const tm_file *f, uint32_t shard)
-{
-    return f && shard < f->layout.n_shards ? f->maps[shard].path : NULL;
 }

@@ -574,10 +574,13 @@ tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor 
                         "file from the network; download the file and use the local copy", q,
                         f->maps[t->shard].path);
     }
+    tm_status st = tm__tensor_whole(t, err);
+    if (st != TM_OK)
+        return st;
     char *own = name ? NULL : cstr(t->name);
     if (!name && !own)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory copying a tensor");
-    tm_status st = add_tensor(w, name ? name : own, t->type, t->n_dims, t->ne, same_offset,
+    st = add_tensor(w, name ? name : own, t->type, t->n_dims, t->ne, same_offset,
                               t->offset, t->data, err);
     free(own);
     if (st != TM_OK)

@@ -6,13 +6,17 @@
 
 #include <criterion/criterion.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,3 +133,49 @@ void clean_environment(void)
     setenv("HOME", test_dir(), 1);
 }
 
+
+void server_quiet(const server *s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+    static const char req[] = "GET /_quiet HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    cr_assert_eq(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+    char buf[512];
+    size_t n = 0;
+    for (ssize_t got; n < sizeof buf - 1 && (got = read(fd, buf + n, sizeof buf - 1 - n)) > 0;)
+        n += (size_t)got;
+    buf[n] = '\0';
+    close(fd);
+    cr_assert(strstr(buf, " 200 ") && strstr(buf, "quiet"), "the server stayed busy: %s", buf);
+}
+
+size_t server_log_mark(const server *s)
+{
+    server_quiet(s);
+    struct stat st;
+    return stat(s->log, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+void server_traffic_since(const server *s, size_t mark, uint64_t *bytes, uint64_t *requests)
+{
+    server_quiet(s);
+    *bytes = *requests = 0;
+    struct stat st;
+    if (stat(s->log, &st) != 0)
+        return;
+    size_t len;
+    char *text = read_all(s->log, &len);
+    cr_assert_leq(mark, len);
+    for (char *line = strtok(text + mark, "\n"); line; line = strtok(NULL, "\n")) {
+        json_error_t e;
+        json_t *j = json_loads(line, 0, &e);
+        cr_assert_not_null(j, "a log line is not JSON (%s): %s", e.text, line);
+        *bytes += json_u64(j, "bytes");
+        *requests += 1;
+        json_decref(j);
+    }
+    free(text);
+}

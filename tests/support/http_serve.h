@@ -4,6 +4,8 @@
 #define TM_TEST_HTTP_SERVE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct server {
@@ -23,5 +25,13 @@ void server_stop(server *s);
  * CURL_CA_BUNDLE, TM_HTTP_*, LD_PRELOAD; HOME becomes the test's directory. */
 void clean_environment(void);
 void sleep_ms(long ms);
+
+/* Wait until the (plain HTTP) server has no request in progress: a request the tool gave up on
+ * may still be writing, and its log line comes when it ends. */
+void server_quiet(const server *s);
+/* Where the server's log ends now, once quiet: what a command does next is logged after it. */
+size_t server_log_mark(const server *s);
+/* The body bytes the server wrote, and the requests it answered, since mark (once quiet). */
+void server_traffic_since(const server *s, size_t mark, uint64_t *bytes, uint64_t *requests);
 
 #endif

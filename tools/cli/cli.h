@@ -276,8 +276,9 @@ char *cli_ollama_path(const char *spec, char *msg, size_t msg_size);
 /* ---- tools/cli/open.c: the file the user named ------------------------------------------- */
 
 /* Options that apply to every command (set by main before dispatch). */
-extern unsigned cli_open_flags;   /* TM_OPEN_NO_MMAP with --no-mmap, TM_OPEN_ALL_SHARDS with
-                                   * --all-shards, TM_OPEN_ONE_SHARD with --one-shard */
+extern unsigned cli_open_flags;   /* TM_OPEN_TRUNCATED; TM_OPEN_NO_MMAP with --no-mmap,
+                                   * TM_OPEN_ALL_SHARDS with --all-shards, TM_OPEN_ONE_SHARD with
+                                   * --one-shard */
 
 /* Open FILE as the user named it: a path, "-" for standard input, or ollama:NAME[:TAG].
  * On failure prints "tensormap: FILE: message" to stderr and returns NULL. */
@@ -290,6 +291,9 @@ tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err);
  * on failure with *err saying why: the library's refusal, or an ollama: name that does not
  * resolve (TM_NOT_FOUND, no offset, *unresolved set to true when unresolved is not NULL). */
 tm_file *cli_open_quiet(const char *arg, unsigned extra_flags, tm_error *err, bool *unresolved);
+/* The tensors of a file cut off after its header that its end cuts (tm_tensor_is_cut); both
+ * openers say the file is cut off, cli_open_err on stderr and check in its report. */
+uint64_t cli_cut_tensors(const tm_file *f);
 
 /* ---- tools/cli/model_write.c: for the commands that write a model ------------------------ */
 

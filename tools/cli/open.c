@@ -3,10 +3,13 @@
  * from being written over. */
 #include "cli.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-unsigned cli_open_flags;
+/* A file cut off after its header (a download that stopped) is there to be inspected: the
+ * header commands read it, and what reads a cut tensor's bytes is refused, naming it. */
+unsigned cli_open_flags = TM_OPEN_TRUNCATED;
 
 tm_file *cli_open(const char *arg, unsigned extra_flags)
 {
@@ -17,6 +20,27 @@ tm_file *cli_open(const char *arg, unsigned extra_flags)
     return f;
 }
 
+uint64_t cli_cut_tensors(const tm_file *f)
+{
+    uint64_t cut = 0;
+    for (uint64_t i = 0; i < tm_n_tensors(f); i++)
+        cut += tm_tensor_is_cut(tm_tensor_at(f, i));
+    return cut;
+}
+
+/* A file cut off after its header opens (TM_OPEN_TRUNCATED): say so, whatever the command, so
+ * that a header read from it is not taken for a whole model's. */
+static void warn_if_cut(const char *arg, const tm_file *f)
+{
+    const uint64_t missing = tm_file_missing_bytes(f), n = tm_n_tensors(f);
+    if (missing == 0)
+        return;
+    cli_errorf("%s: the file is cut off (a truncated download?): %" PRIu64 " bytes are missing "
+               "from its end, and %" PRIu64 " of its %" PRIu64 " tensors with them; the header "
+               "reads, those tensors cannot be decoded ('tensormap check' names them)",
+               arg, missing, cli_cut_tensors(f), n);
+}
+
 tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err)
 {
     bool unresolved;
@@ -25,6 +49,8 @@ tm_file *cli_open_err(const char *arg, unsigned extra_flags, tm_error *err)
         cli_errorf("%s: %s", arg, err->message);
         err->code = TM_OK; /* reported: the caller says nothing more */
     }
+    if (f)
+        warn_if_cut(arg, f); /* check, calling cli_open_quiet, reports a cut file itself */
     return f;
 }
 

@@ -15,7 +15,9 @@ static const char help[] =
     "bytes); header + tensor bytes against the file size and what is left over; how many\n"
     "tensors start exactly where the one before them ended (rounded up to the alignment), with\n"
     "every gap beyond that padding named; offsets aligned, inside the file, not overlapping, and\n"
-    "the bytes after the last tensor. A file the library refuses to open is reported as not\n"
+    "the bytes after the last tensor. A file cut off after its header (a download that\n"
+    "stopped) is not consistent: the size its header needs, how much is missing and every\n"
+    "tensor the end cuts are named. A file the library refuses to open is reported as not\n"
     "consistent with the library's reason. `account` is another name for this command.\n"
     "\n"
     "  --json    the same as one JSON object\n"
@@ -30,7 +32,8 @@ typedef struct type_sum {
 
 /* A place where the offsets and the sizes disagree. */
 typedef struct finding {
-    const char *what;      /* "gap", "overlap", "misaligned", "outside" */
+    const char *what;      /* "gap", "overlap", "misaligned", "outside" (cut off: past the end
+                            * of its file) */
     uint64_t prev, next;   /* tensor indices (prev = UINT64_MAX: the start of the data) */
     uint64_t expected, at; /* where next should start, where it does (from the data start) */
 } finding;
@@ -186,6 +189,45 @@ static size_t count_kind(const account *a, const char *what)
     return n;
 }
 
+/* The bytes every shard's header needs (its data start and the end of its last tensor), or
+ * the file's size where that is more: the size the file must have to hold what it declares. */
+static uint64_t size_needed(const tm_file *f)
+{
+    const tm_layout *l = tm_file_layout(f);
+    uint64_t sum = 0;
+    for (uint32_t s = 0; s < (l->n_shards ? l->n_shards : 1); s++) {
+        const tm_layout *sl = tm_shard_layout(f, s);
+        const uint64_t need = sl->data_start + sl->tensors_end; /* below 2^64: the walk checks */
+        sum += need > sl->file_size ? need : sl->file_size;
+    }
+    return sum;
+}
+
+/* A file cut off after its header: what it lacks, before the findings name each tensor cut. */
+static void print_cut(const tm_file *f)
+{
+    const uint64_t missing = tm_file_missing_bytes(f);
+    if (missing == 0)
+        return;
+    printf("the file is cut off (a truncated download?)\n");
+    printf("  %-34s %" PRIu64 "\n", "the size its header needs", size_needed(f));
+    printf("  %-34s %" PRIu64 "\n", "the file on disk", tm_file_layout(f)->file_size);
+    printf("  %-34s %" PRIu64 "\n", "missing", missing);
+    printf("  %-34s %" PRIu64 " of %" PRIu64 " (below: \"cut off\")\n\n", "tensors cut off",
+           cli_cut_tensors(f), tm_n_tensors(f));
+}
+
+/* A tensor past the end of its file's data: the end of a file cut off cuts it. */
+static void print_outside(const tm_file *f, uint64_t i, const char *name)
+{
+    const tm_tensor *t = tm_tensor_at(f, i);
+    const uint64_t data_size = tm_shard_layout(f, t->shard)->data_size;
+    const uint64_t have = t->offset < data_size ? data_size - t->offset : 0;
+    printf("  cut off: %s at %" PRIu64 "..%" PRIu64 " runs past the data's %" PRIu64
+           " bytes: %" PRIu64 " of its %" PRIu64 " bytes are missing\n",
+           name, t->offset, t->offset + t->n_bytes, data_size, t->n_bytes - have, t->n_bytes);
+}
+
 static void print_text(const char *arg, const tm_file *f, const account *a)
 {
     const tm_layout *l = tm_file_layout(f);
@@ -214,6 +256,7 @@ static void print_text(const char *arg, const tm_file *f, const account *a)
                l->kv_end - 8 * files);
     }
     printf("  %-34s %" PRIu64 "\n\n", "tensor data starts at", l->data_start);
+    print_cut(f);
 
     printf("the tensors, gathered by element type\n");
     printf("  %-10s %8s %16s %16s\n", "type", "tensors", "weights", "bytes");
@@ -253,8 +296,7 @@ static void print_text(const char *arg, const tm_file *f, const account *a)
             printf("  misaligned: %s starts at %" PRIu64 ", not a multiple of %" PRIu32 "\n", q,
                    fd->at, l->alignment);
         else
-            printf("  outside the file: %s at %" PRIu64 " runs past the data's %" PRIu64 " bytes\n",
-                   q, fd->at, l->data_size);
+            print_outside(f, fd->next, q);
     }
     printf("\nchecks\n");
     printf("  %-34s %" PRIu64 "\n", "bytes between tensors (gaps)", a->gap_bytes);
@@ -295,7 +337,7 @@ static json_t *to_json(const tm_file *f, const account *a)
                             fd->prev == UINT64_MAX ? json_null() : cli_json_u64(fd->prev));
         json_array_append_new(findings, o);
     }
-    return json_pack(
+    json_t *o = json_pack(
         "{s:b, s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
         " s:o, s:o, s:o}",
         "consistent", a->ok, "format", l->format == TM_FORMAT_GGUF ? "gguf" : "safetensors",
@@ -308,6 +350,11 @@ static json_t *to_json(const tm_file *f, const account *a)
         cli_json_u64(a->gap_bytes), "after_bytes", cli_json_u64(a->after_bytes), "file_size",
         cli_json_u64(l->file_size), "contiguous", cli_json_u64(a->contiguous), "not_contiguous",
         cli_json_u64(tm_n_tensors(f) - a->contiguous), "types", types, "findings", findings);
+    /* a file cut off after its header: what it must hold, what it lacks, the tensors cut */
+    json_object_set_new(o, "size_needed", cli_json_u64(size_needed(f)));
+    json_object_set_new(o, "missing_bytes", cli_json_u64(tm_file_missing_bytes(f)));
+    json_object_set_new(o, "cut_tensors", cli_json_u64(cli_cut_tensors(f)));
+    return o;
 }
 
 static int run(int argc, char **argv)
