@@ -226,8 +226,14 @@ typedef struct tm_str {
 
 enum tm_open_flags {
     TM_OPEN_DEFAULT = 0,
-    /* read the file with pread into memory instead of mapping it: for pipes, /dev/stdin, and
-     * filesystems that cannot map; the data is then immune to the file changing under us */
+    /* read the file with pread instead of mapping it: for pipes, /dev/stdin, and filesystems
+     * that cannot map. A regular file of at most TM_DEFAULT_READ_WHOLE_LIMIT bytes (below),
+     * standard input and a stream are read into memory whole, and are then immune to the file
+     * changing under us. A larger regular file is read as it is needed: the header as the
+     * walk asks for it, tensor bytes when they are decoded or fetched (its tensors have
+     * data == NULL, as a remote file's do), so that opening it reads its header only; a read
+     * that finds the file changed since it was opened (size or modification time) is
+     * refused (TM_IO), never mixed. */
     TM_OPEN_NO_MMAP = 1u << 0,
     /* a safetensors shard: open every shard of its checkpoint (from the sibling
      * model.safetensors.index.json) and present one index; a file with no index beside it
@@ -255,6 +261,9 @@ enum tm_open_flags {
  * bytes (TM_LIMIT beyond), unless the environment variable TM_STREAM_LIMIT says otherwise
  * (bytes, or with a K, M or G suffix for 2^10, 2^20, 2^30). */
 #define TM_DEFAULT_STREAM_LIMIT (64ull << 30)
+/* The largest regular file TM_OPEN_NO_MMAP reads whole, unless the environment variable
+ * TM_READ_WHOLE_LIMIT says otherwise (bytes, with the same suffixes). */
+#define TM_DEFAULT_READ_WHOLE_LIMIT (64ull << 20)
 
 /* ---- Opening and closing ------------------------------------------------------------------- */
 
@@ -350,8 +359,8 @@ TM_API uint64_t tm_file_missing_bytes(const tm_file *file);
 
 /* The first bytes of the file as mapped (or read): for tools that show the header as bytes.
  * For a sharded checkpoint, shard 0. tm_file_bytes_size says how many there are: the file's
- * size, or for a remote file the head fetched (at least the whole header). NULL and 0 for
- * NULL. */
+ * size, or for a remote file (or one read as needed, TM_OPEN_NO_MMAP) the head fetched (at
+ * least the whole header). NULL and 0 for NULL. */
 TM_API const uint8_t *tm_file_bytes(const tm_file *file);
 TM_API uint64_t tm_file_bytes_size(const tm_file *file);
 
@@ -484,9 +493,10 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
  * When the library is built with libcurl (tm_remote_supported), tm_open takes "http://..." and
  * "https://..." URLs and "hf:OWNER/REPO/FILE[@REVISION]", which is
  * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (HF_ENDPOINT defaults to https://huggingface.co,
- * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that host when HF_TOKEN is
- * set. The header is fetched by HTTP range requests and walked with the same checks as a local
- * file: a first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
+ * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that origin (its scheme,
+ * host and port: never over plain HTTP for an https endpoint) when HF_TOKEN is set. The
+ * header is fetched by HTTP range requests and walked with the same checks as a local file: a
+ * first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
  * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
  * default 256 MiB, for all the files of a set together: TM_LIMIT beyond). A split GGUF set
  * opens from its first shard's URL and a safetensors checkpoint from its index's URL, the
@@ -496,13 +506,16 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
  * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
  * (several ranges at once for large reads) and decode each piece as it arrives. Redirects are
  * followed, TLS is verified (CURL_CA_BUNDLE names a CA file to use instead of the system's),
- * transient failures (connection errors, HTTP 429 and 5xx) are retried. Errors, with the URL
- * and the HTTP status in the message:
+ * transient failures (connection errors, HTTP 429 and 5xx) are retried, and each step of a read
+ * (a request, or 16 MiB of tensor bytes) must end within TM_HTTP_TIMEOUT seconds (environment;
+ * default 120, 0 for none). Errors, with the URL and the HTTP status in the message:
  *   TM_NOT_FOUND    HTTP 404 (or 410)
  *   TM_IO           any other HTTP error (401 and 403 mention HF_TOKEN); DNS, connection, TLS
- *                   and timeout failures; a server that ignores Range when tensor bytes are
- *                   asked for (the head is still read, and the rest never downloaded); the file
- *                   changing on the server between requests (size, ETag or Last-Modified)
+ *                   and timeout failures (TM_HTTP_TIMEOUT named); a Content-Range that does
+ *                   not fit the request or its own total; a server that ignores Range when
+ *                   tensor bytes are asked for (the head is still read, and the rest never
+ *                   downloaded); the file changing on the server between requests (size, ETag
+ *                   or Last-Modified)
  *   TM_LIMIT        a header (a set's headers together) longer than TM_HTTP_HEAD_LIMIT
  *   TM_INVALID_ARG  an hf: name that is not hf:OWNER/REPO/FILE or hf:OWNER/REPO/FILE@REVISION
  *   TM_NOMEM        out of memory for the head or a request
@@ -569,11 +582,12 @@ TM_API const char *tm_isa_built(unsigned i);
  *   TM_UNSUPPORTED  a type without a decoder (tm_type_can_dequant is false), naming the type
  *   TM_ISA          TM_ISA names a path this machine cannot run (tm_set_isa clears it)
  *   TM_TRUNCATED    a tensor cut off (tm_tensor_is_cut), naming it
- * and, for a remote tensor, the errors of tm_tensor_fetch and TM_NOMEM. Nothing is allocated
- * for a local tensor, and on failure out is untouched. A remote tensor's blocks are fetched
- * into two buffers of at most 16 MiB, piece by piece, each piece decoded as it arrives while
- * the next is fetched on a thread of its own; a failure then leaves the pieces before it
- * decoded. Safe from any number of threads on one tm_file. */
+ * and, for a tensor without data (remote, or in a file TM_OPEN_NO_MMAP reads as needed), the
+ * errors of tm_tensor_fetch and TM_NOMEM. Nothing is allocated for a tensor with data, and on
+ * failure out is untouched. A tensor without data has its blocks fetched into two buffers of
+ * at most 16 MiB, piece by piece, each piece decoded as it arrives while the next is fetched on
+ * a thread of its own; a failure then leaves the pieces before it decoded. Safe from any number
+ * of threads on one tm_file. */
 
 /* True when tm_dequant_* (and tm_matvec*) can decode the type to float32: on every path alike
  * (a path without its own kernel for a type uses its fallback's). */
@@ -672,7 +686,10 @@ TM_API void tm_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
  * temporary file and nothing else. path itself is never opened for writing, truncated or
  * unlinked: until the rename it is untouched, and a process that has the old file open or
  * mapped keeps reading the old contents. A symlink at path that names a file is kept: the file
- * it names is the one replaced.
+ * it names is the one replaced. A symlink anywhere on the path that another user owns in a
+ * sticky world-writable directory (/tmp), unless that user owns the directory, is not followed
+ * (TM_IO, naming it): the kernel's fs.protected_symlinks rule, applied whatever the sysctl
+ * says, since such a link may have been planted to send the output over a file of the caller's.
  * A character device or a FIFO at path is opened and written directly (no O_TRUNC) and never
  * removed; a directory, block device or socket is refused (TM_IO). */
 
@@ -681,7 +698,8 @@ typedef struct tm_outfile tm_outfile;
 /* Start writing path. Returns TM_OK with *out a new outfile, which tm_outfile_commit or
  * tm_outfile_abort frees; or TM_INVALID_ARG (out or path NULL, path empty, path a URL: write
  * ./NAME for a local file of that name), TM_IO (with the system's reason: the directory cannot
- * take a temporary file, path cannot be examined, path is a directory, block device or socket),
+ * take a temporary file, path cannot be examined, path is a directory, block device or socket,
+ * a planted symlink as above),
  * TM_NOMEM. On failure nothing is created and *out is NULL (when out and path are set). */
 TM_API tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err);
 /* The descriptor to write to (owned by the outfile; do not close it); -1 for NULL. */
@@ -784,7 +802,11 @@ TM_API tm_status tm_writer_kv_copy(tm_writer *w, const tm_kv *kv, tm_error *err)
 TM_API tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *err);
 /* Tensor t of the open file f, under name (NULL: t's own name), with t's type and shape; its
  * bytes are referenced. same_offset places it at t's own offset (the data section of a one-file
- * source kept as it is), else after the previous tensor. TM_INVALID_ARG for f or t NULL (t must
+ * source kept as it is), else after the previous tensor. When every tensor of the writer is one
+ * of a one-file source's tensors, all of them, each at its own offset, the source's whole data
+ * section is written as it is: the bytes between tensors and after the last (ggml pads the
+ * last tensor to the alignment) included, so the file keeps its size when its header does.
+ * TM_INVALID_ARG for f or t NULL (t must
  * be one of f's tensors); TM_UNSUPPORTED for a remote file's tensor; TM_TRUNCATED for a tensor
  * cut off (tm_tensor_is_cut); otherwise the tensor adders' errors. */
 TM_API tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
@@ -818,6 +840,19 @@ TM_API tm_status tm_writer_set_progress(tm_writer *w, tm_writer_progress fn, voi
  * reason; also a file written with verify on that reads back with other counts), TM_LIMIT (a
  * file too big), TM_NOMEM, and with verify on any error tm_open gives for the file written. */
 TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err);
+/* tm_writer_finish in two halves, for a caller that must know the temporary file while it is
+ * written (a signal handler removes it: tm_outfile_temp_path) or decide when it replaces path
+ * (a set of files put in place together, a check made just before the rename): write the file
+ * into o, opened by tm_outfile_open, and read it back when verify is on. o is left open, to be
+ * committed (tm_outfile_commit) or removed (tm_outfile_abort) by the caller, and w is not freed
+ * (tm_writer_free). Errors as tm_writer_finish; TM_INVALID_ARG when o or w is NULL. */
+TM_API tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err);
+/* The header the writer would write (the 24-byte head, the metadata, the tensor infos: the
+ * tm_writer_header_bytes(w) bytes before the padding) into buf, which holds size bytes, after
+ * the checks tm_writer_finish makes before writing anything (same errors). For a caller that
+ * rewrites a file's header in place when it keeps its size (tensormap edit). TM_INVALID_ARG
+ * when buf is NULL or smaller than the header. */
+TM_API tm_status tm_writer_header(const tm_writer *w, void *buf, uint64_t size, tm_error *err);
 
 /* ---- Safetensors writer, streamed: declare the metadata and every tensor first (the header
  * holds all offsets), then tm_st_writer_begin writes the header and the tensors' bytes follow

@@ -70,5 +70,3 @@ const char *tm_status_name(tm_status status)
     }
     return "UNKNOWN";
 }
-
-const char *tm_version(void) { return TM_VERSION_STRING; }

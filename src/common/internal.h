@@ -7,8 +7,6 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/types.h>
-#include <time.h>
 
 /* ---- error.c ---- */
 
@@ -18,31 +16,32 @@ tm_status tm__fail(tm_error *err, tm_status code, uint64_t offset, const char *f
 /* Write s as a printable, quoted, length-bounded excerpt into buf (for names in messages). */
 void tm__quote(char *buf, size_t cap, const char *s, uint64_t len);
 
-/* ---- map.c: where one file's bytes come from ----
- * A local file is mapped (or read into the heap) whole: avail == size, and any range is a view.
- * A remote file (http.c) holds only the head fetched so far at base (avail <= size): the walkers
- * read the head through a cursor that ends at avail and ask for more with tm__map_need; tensor
- * bytes are read into a caller's buffer with tm__map_read, never viewed. */
+/* ---- util.c ---- */
 
-typedef struct tm__remote tm__remote;
+/* The environment variable name as a byte count (decimal, with an optional K, M or G for 2^10,
+ * 2^20, 2^30); dflt when unset or not such a number. */
+uint64_t tm__env_bytes(const char *name, uint64_t dflt);
 
-typedef struct tm__map {
+/* ---- io/source.c: where one file's bytes come from ----
+ * A source holds the file's first avail bytes at base. A mapped file, a file or stream read
+ * whole, and a borrowed buffer hold all of it (avail == size), and any range of it is a view
+ * (tm__source_view). A remote file, and a large file read without mmap, hold only the head
+ * read so far (avail <= size): the walkers read the head through a cursor that ends at avail
+ * and ask for more with tm__source_need; tensor bytes are read into a caller's buffer with
+ * tm__source_read, never viewed. Which backend holds the bytes is io's business alone
+ * (io/source.h). */
+
+typedef struct tm__source_ops tm__source_ops;
+
+typedef struct tm__source {
     const uint8_t *base;
-    uint64_t size;            /* the whole file's size */
-    uint64_t avail;           /* bytes at base: size, except for a remote file's head */
-    int kind;                 /* TM__MAP_MMAP, TM__MAP_HEAP, TM__MAP_BORROWED, TM__MAP_REMOTE */
-    char *path;               /* owned, NUL-terminated; NULL for a buffer */
-    dev_t dev;                /* a regular file's identity when opened, so that a writer can */
-    ino_t ino;                /* tell whether path still names the file mapped */
-    struct timespec mtime;
-    tm__remote *remote;       /* TM__MAP_REMOTE: http.c's connection and head */
-} tm__map;
+    uint64_t size;              /* the whole file's size */
+    uint64_t avail;             /* bytes at base: size, except for a head read so far */
+    char *path;                 /* owned, NUL-terminated; NULL for a buffer */
+    const tm__source_ops *ops;  /* the backend's functions; NULL when not open */
+    void *impl;                 /* the backend's own state */
+} tm__source;
 
-enum { TM__MAP_MMAP = 1, TM__MAP_HEAP = 2, TM__MAP_BORROWED = 3, TM__MAP_REMOTE = 4 };
-
-/* A flag bit tm__map_open takes beside the TM_OPEN_* ones: refuse anything but a regular file,
- * checked on the descriptor opened (a shard). */
-#define TM__MAP_REGULAR_ONLY (1u << 31)
 /* The header bytes the remote files of one tm_file have fetched, together: TM_HTTP_HEAD_LIMIT
  * bounds their sum, whatever the number of shards. files_to_open is how many files its owner
  * is about to open (0: one), so that each first request leaves the others their share. Its
@@ -52,37 +51,43 @@ typedef struct tm__head_budget {
     uint32_t files_to_open;
 } tm__head_budget;
 
-/* path may be a local path, "-" (standard input), or a URL (tm__is_url), whose head counts into
- * budget. */
-tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
-                       tm_error *err);
-/* The environment variable name as a byte count (decimal, with an optional K, M or G for 2^10,
- * 2^20, 2^30); dflt when unset or not such a number. */
-uint64_t tm__env_bytes(const char *name, uint64_t dflt);
-/* Make at least min(end, size) bytes available at base (a remote file fetches more of its head,
- * and base may move: nothing may point into it across this call). Free for a local file. */
-tm_status tm__map_need(tm__map *m, uint64_t end, tm_error *err);
-/* Copy bytes [offset, offset + len) of the file into buf (the range must lie inside size). */
-tm_status tm__map_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
-                       tm_error *err);
+typedef struct tm__source_opts {
+    unsigned flags;             /* TM_OPEN_NO_MMAP: read the file instead of mapping it */
+    bool regular_only;          /* refuse anything but a regular file, checked on the
+                                 * descriptor opened (a shard) */
+    /* whether the first bytes of a stream are worth reading on (NULL: any are) */
+    bool (*accept)(const uint8_t *p, uint64_t n);
+    /* a remote file's head counts into it (NULL: a budget of the file's own) */
+    tm__head_budget *budget;
+} tm__source_opts;
 
-/* ---- http.c: a remote file (built with libcurl; without it, URLs are refused) ---- */
-
+/* path may be a local path, "-" (standard input), or a URL (tm__is_url). On failure s is
+ * zeroed. */
+tm_status tm__source_open(tm__source *s, const char *path, const tm__source_opts *o,
+                          tm_error *err);
+/* A caller's buffer of len bytes, borrowed: it must outlive the source. */
+void tm__source_buffer(tm__source *s, const void *buf, uint64_t len);
 /* "http://", "https://" or "hf:" */
 bool tm__is_url(const char *path);
-/* Fetch the head of the file at url into m (kind TM__MAP_REMOTE); m->path becomes the URL the
- * file is known by (hf: resolved), so that shards beside it are found as its siblings. */
-tm_status tm__remote_open(tm__map *m, const char *url, tm__head_budget *budget, tm_error *err);
-tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err);
-tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
+/* Make at least min(end, size) bytes available at base (a head fetches or reads more of
+ * itself, and base may move: nothing may point into it across this call). Free for a source
+ * that holds the whole file. */
+tm_status tm__source_need(tm__source *s, uint64_t end, tm_error *err);
+/* Copy bytes [offset, offset + len) of the file into buf (the range must lie inside size). */
+tm_status tm__source_read(const tm__source *s, uint64_t offset, uint64_t len, void *buf,
                           tm_error *err);
-void tm__remote_close(tm__map *m);
-/* Bytes and requests fetched so far for this file. */
-void tm__remote_fetched(const tm__map *m, uint64_t *bytes, uint64_t *requests);
-/* file.c: whether the first n bytes could start a model this library reads (GGUF, safetensors,
- * an index): the stream reader stops on a false. */
-bool tm__looks_like_model(const uint8_t *p, uint64_t n);
-void tm__map_close(tm__map *m);
+/* Bytes [offset, offset + len) in place, or NULL for a source that cannot view them (a head:
+ * they are read with tm__source_read instead). */
+const uint8_t *tm__source_view(const tm__source *s, uint64_t offset, uint64_t len);
+/* Whether the bytes come over the network. */
+bool tm__source_is_remote(const tm__source *s);
+/* Bytes and requests fetched over the network so far (0 for a local file). */
+void tm__source_fetched(const tm__source *s, uint64_t *bytes, uint64_t *requests);
+/* A new descriptor (the caller closes it) of the file at path while it is still the file the
+ * source holds (same device, inode, size and modification time), so that its bytes can be
+ * copied by descriptor; -1 otherwise, or when the source holds no such file. */
+int tm__source_reopen(const tm__source *s);
+void tm__source_close(tm__source *s);
 
 /* ---- the bounds-checked cursor every parser reads through ---- */
 
@@ -111,7 +116,7 @@ void tm__hash_free(tm__hash *h);
 
 struct tm_file {
     tm_layout layout;
-    tm__map *maps;            /* layout.n_shards mappings; maps[0] is the file opened, or the
+    tm__source *maps;         /* layout.n_shards sources; maps[0] is the file opened, or the
                                * first shard of a set */
     tm_layout *shard_layouts; /* each shard's own layout when layout.n_shards > 1, else NULL */
     tm_kv *kvs;               /* layout.n_kv, file order */
@@ -129,20 +134,28 @@ struct tm_file {
  * belongs to a set may replace maps[0] by the set's shards (shard.c). */
 tm_status tm__gguf_parse(tm_file *f, unsigned flags, tm_error *err);
 tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err);
-/* True when the bytes look like a safetensors file (u64 length then '{'). */
+
+/* ---- sniff.c: a model by its first bytes ---- */
+
+/* Whether the first n bytes could start a model this library reads (GGUF, safetensors, an
+ * index): the opener hands it to the byte source, whose stream reader stops on a false. */
+bool tm__looks_like_model(const uint8_t *p, uint64_t n);
+/* True when the bytes look like a safetensors file (u64 length then '{') or index ('{'). */
 bool tm__safetensors_sniff(const uint8_t *p, uint64_t size);
+/* True when they look like a safetensors file (u64 length then '{'). */
+bool tm__safetensors_looks_like_file(const uint8_t *p, uint64_t size);
 
 /* ---- shard.c: the files of a sharded checkpoint or split set, whatever their format ---- */
 
 /* Whether the file has a directory its siblings are in (not a buffer, not standard input). */
-bool tm__shard_has_dir(const tm__map *m);
+bool tm__shard_has_dir(const tm__source *m);
 /* name in the directory of path (malloc'd; NULL when out of memory). */
 char *tm__shard_sibling(const char *path, const char *name);
 /* The last component of path. */
 const char *tm__shard_basename(const char *path);
 /* Map one shard by name: a regular file, or an error whose message starts with the path. A
  * remote shard's head counts into budget. */
-tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
+tm_status tm__shard_map(tm__source *m, const char *path, unsigned flags, tm__head_budget *budget,
                         tm_error *err);
 /* Map the n files of a set and make them f's maps (n_shards = n, shard_layouts zeroed for the
  * walker to fill). paths[keep] is the file already in maps[0], which is moved rather than mapped
@@ -178,7 +191,7 @@ const char *tm__st_dtype_name(tm_type type);
 
 /* ---- fetch.c: a remote tensor's bytes ---- */
 
-/* True when t's bytes are fetched rather than mapped. */
+/* True when t has bytes in a file but no view of them: they are fetched or read on demand. */
 bool tm__tensor_is_remote(const tm_tensor *t);
 /* TM_OK, or TM_TRUNCATED naming t when the end of a file cut off short (a truncated download
  * whose header is whole) cuts t's bytes: the reason every reader of a tensor's bytes gives. */
@@ -214,5 +227,10 @@ static inline uint64_t tm__load_le(const uint8_t *p, unsigned n)
 #endif
     return v;
 }
+
+/* ---- outfile.c ---- */
+
+/* The path an outfile was opened with, for messages about writing it. */
+const char *tm__outfile_name(const tm_outfile *o);
 
 #endif /* TM_INTERNAL_H */

@@ -3,84 +3,67 @@
  * kept in memory for the walkers; tensor bytes are fetched into the caller's buffer, in several
  * ranges at once for large reads. Every response is checked against the first one (size, ETag
  * or Last-Modified), so a file replaced on the server is refused rather than mixed. */
-#include "../common/internal.h"
+#include "source.h"
 
 #include <stdlib.h>
 #include <strings.h>
-
-bool tm__is_url(const char *path)
-{
-    return strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0 ||
-           strncmp(path, "hf:", 3) == 0;
-}
 
 #ifndef TM_HAVE_CURL
 
 bool tm_remote_supported(void) { return false; }
 
-tm_status tm__remote_open(tm__map *m, const char *url, tm__head_budget *budget, tm_error *err)
+tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
+                        tm__head_budget *budget, tm_error *err)
 {
-    (void)m, (void)url, (void)budget;
+    (void)s, (void)show_url, (void)auth, (void)budget;
     return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET,
                     "this tensormap was built without libcurl, so it cannot read URLs "
                     "(install libcurl4-openssl-dev and rebuild)");
 }
 
-/* Unreachable without a remote map; defined so that map.c needs no #ifdef. */
-tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err)
-{
-    (void)m, (void)end;
-    return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET, "built without libcurl");
-}
-
-tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
-                          tm_error *err)
-{
-    (void)m, (void)offset, (void)len, (void)buf;
-    return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET, "built without libcurl");
-}
-
-void tm__remote_close(tm__map *m) { (void)m; }
-
-void tm__remote_fetched(const tm__map *m, uint64_t *bytes, uint64_t *requests)
-{
-    (void)m;
-    *bytes = *requests = 0;
-}
-
 #else /* TM_HAVE_CURL */
 
 #include <curl/curl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <time.h>
 
 #define DEFAULT_CHUNK (2ull << 20)
 #define MIN_CHUNK (4ull << 10)
 #define DEFAULT_HEAD_LIMIT (256ull << 20)
-#define DEFAULT_HF_ENDPOINT "https://huggingface.co"
-/* Reads of at least 2 x PIECE_MIN bytes go out as up to PARALLEL ranges at once. */
+/* Reads of at least 2 x PIECE_MIN bytes go out as up to PARALLEL ranges at once, a BATCH at a
+ * time. */
 #define PARALLEL 4
 #define PIECE_MIN (4ull << 20)
+#define BATCH (PARALLEL * PIECE_MIN)
 /* Attempts for a transient failure (connection errors, HTTP 429 and 5xx), 0.25 s apart,
  * doubling. */
 #define ATTEMPTS 4
+/* TM_HTTP_TIMEOUT's default: the seconds a step of a read may take (the first request, an
+ * extension of the header, a BATCH of tensor bytes), its retries and the requests for the rest
+ * of a short answer included. A server that is silent, or sends a byte at a time, or a trickle
+ * just above the stall rate, fails within it instead of holding the command for hours. */
+#define DEFAULT_TIMEOUT_S 120
 
-struct tm__remote {
+typedef struct remote {
     char *shown;                 /* "URL: " for an hf: path (the URL it resolved to), else "":
                                   * what messages start with (the caller names the path) */
     char *target;                /* where range requests go: the URL after its redirects */
-    char *auth_host;             /* the host HF_TOKEN is for (HF_ENDPOINT's), or NULL */
-    struct curl_slist *auth;     /* "Authorization: Bearer $HF_TOKEN", or NULL */
+    char *auth_origin;           /* "scheme://host:port" auth is for, or NULL */
+    struct curl_slist *auth;     /* the caller's header ("Authorization: Bearer ..."), or NULL */
     char etag[256];              /* the first response's ETag ("" when none) */
     char modified[128];          /* and Last-Modified */
     bool ranges;                 /* the server answered a range with 206 */
     uint64_t chunk, head_limit;
-    tm__head_budget *budget;     /* the header bytes of every file of this model (its owner's) */
+    uint64_t timeout_ms;         /* TM_HTTP_TIMEOUT; 0: no deadline */
+    tm__head_budget *budget;     /* the header bytes of every file of this model (its owner's, or
+                                  * own_budget) */
+    tm__head_budget own_budget;
     uint8_t *head;
     pthread_mutex_t lock;        /* one request (or one parallel read) at a time */
     CURL *easy[PARALLEL];        /* kept open between requests: their connections are reused */
     uint64_t bytes, requests;
-};
+} remote;
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_status;
@@ -95,6 +78,7 @@ typedef struct transfer {
     uint64_t want, got;      /* the body goes to dst, at most want bytes */
     bool stopped;            /* the body went on past want and was cut off on purpose */
     /* the last response's headers (a redirect's are replaced by the next response's) */
+    bool headers_done;       /* its blank line came: what follows is its body */
     bool has_range, has_total;
     uint64_t range_first, range_last, total;
     char etag[256], modified[128];
@@ -137,8 +121,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     const size_t len = size * n;
     char v[256];
     if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new response: forget the last one's */
-        t->has_range = t->has_total = false;
+        t->headers_done = t->has_range = t->has_total = false;
         t->etag[0] = t->modified[0] = '\0';
+    } else if ((len == 2 && p[0] == '\r' && p[1] == '\n') || (len == 1 && p[0] == '\n')) {
+        t->headers_done = true;
     } else if (header_value(p, len, "content-range", v, sizeof v)) {
         unsigned long long a, b, total;
         char star;
@@ -190,29 +176,35 @@ static CURL *new_easy(void)
     return e;
 }
 
-/* The host (and port) of a URL, malloc'd; NULL when it has none. */
-static char *url_host(const char *url)
+/* A URL's origin, "scheme://host:port" (the port spelled out when the URL leaves it to the
+ * scheme), malloc'd; NULL when it has none. */
+static char *url_origin(const char *url)
 {
     CURLU *u = curl_url();
-    char *host = NULL, *port = NULL, *out = NULL;
+    char *scheme = NULL, *host = NULL, *port = NULL, *out = NULL;
     if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
         curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
         curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-        size_t cap = strlen(host) + strlen(port) + 2;
+        size_t cap = strlen(scheme) + strlen(host) + strlen(port) + 5;
         if ((out = malloc(cap)) != NULL)
-            snprintf(out, cap, "%s:%s", host, port);
+            snprintf(out, cap, "%s://%s:%s", scheme, host, port);
     }
+    curl_free(scheme);
     curl_free(host);
     curl_free(port);
     curl_url_cleanup(u);
     return out;
 }
 
-static bool same_host(const char *url, const char *host)
+/* Whether url is of origin: the same scheme, host and port. A token for an https endpoint is
+ * not sent over plain HTTP to the same host and port (a redirect may lead there), nor to
+ * another port or host. */
+static bool same_origin(const char *url, const char *origin)
 {
-    char *h = host ? url_host(url) : NULL;
-    bool same = h && strcasecmp(h, host) == 0;
-    free(h);
+    char *o = origin ? url_origin(url) : NULL;
+    bool same = o && strcasecmp(o, origin) == 0;
+    free(o);
     return same;
 }
 
@@ -225,18 +217,50 @@ static bool transient(CURLcode rc, long code)
            rc == CURLE_PARTIAL_FILE || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
 }
 
-static void pause_before(int attempt)
+static uint64_t now_ms(void)
 {
-    struct timespec ts = {0, 250000000L << (attempt < 2 ? attempt : 2)};
-    if (attempt >= 2)
-        ts = (struct timespec){(time_t)(1 << (attempt - 2)), 0};
-    nanosleep(&ts, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* One easy handle's part of a step of a read: the requests it makes, by when they must be
+ * done, and what they cost. */
+typedef struct exchange {
+    CURL *e;
+    uint64_t deadline;        /* now_ms() by which the step must end; 0: none */
+    uint64_t bytes, requests; /* over the wire (tm_file_fetched) */
+} exchange;
+
+/* A step on handle e starting now. */
+static exchange begin_step(const remote *r, CURL *e)
+{
+    const uint64_t now = now_ms();
+    const bool none = r->timeout_ms == 0 || r->timeout_ms > UINT64_MAX - now;
+    return (exchange){e, none ? 0 : now + r->timeout_ms, 0, 0};
+}
+
+/* Milliseconds before x's deadline: 0 once it has passed, UINT64_MAX without one. */
+static uint64_t time_left(const exchange *x)
+{
+    if (!x->deadline)
+        return UINT64_MAX;
+    const uint64_t now = now_ms();
+    return now < x->deadline ? x->deadline - now : 0;
+}
+
+/* The pause before attempt + 1: 0.25 s, doubling. */
+static uint64_t pause_ms(int attempt) { return 250u << attempt; }
+
 /* Why a transfer failed, in words (curl's own, which name the host, the certificate problem). */
-static tm_status transport_fail(const tm__remote *r, CURLcode rc, const transfer *t, int attempts,
+static tm_status transport_fail(const remote *r, CURLcode rc, const transfer *t, int attempts,
                                 tm_error *err)
 {
+    if (rc == CURLE_OUT_OF_MEMORY && !t->headers_done)
+        /* libcurl refuses a header line longer than it holds with "Out of memory" */
+        return tm__fail(err, TM_IO, TM_NO_OFFSET,
+                        "%sthe server sent a response header line longer than libcurl accepts "
+                        "(%d bytes)", r->shown, CURL_MAX_HTTP_HEADER);
     const char *detail = t->error[0] ? t->error : curl_easy_strerror(rc);
     const char *what = rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY
                            ? "cannot resolve the host name: "
@@ -252,7 +276,7 @@ static tm_status transport_fail(const tm__remote *r, CURLcode rc, const transfer
     return tm__fail(err, TM_IO, TM_NO_OFFSET, "%s%s%s%s", r->shown, what, detail, tries);
 }
 
-static tm_status status_fail(const tm__remote *r, long code, int attempts, tm_error *err)
+static tm_status status_fail(const remote *r, long code, int attempts, tm_error *err)
 {
     char tries[48] = "";
     if (attempts > 1)
@@ -261,7 +285,7 @@ static tm_status status_fail(const tm__remote *r, long code, int attempts, tm_er
         return tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "%sHTTP %ld: no such file on the server",
                         r->shown, code);
     if (code == 401 || code == 403) {
-        const bool token = getenv("HF_TOKEN") && *getenv("HF_TOKEN");
+        const bool token = r->auth != NULL;
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sHTTP %ld: %s", r->shown, code,
                         token ? "access refused with the token in HF_TOKEN (is it one with "
                                 "access to this repository?)"
@@ -271,26 +295,38 @@ static tm_status status_fail(const tm__remote *r, long code, int attempts, tm_er
     return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sHTTP %ld%s", r->shown, code, tries);
 }
 
-static tm_status changed(const tm__remote *r, const char *what, tm_error *err)
+static tm_status timed_out(const remote *r, uint64_t off, uint64_t len, tm_error *err)
+{
+    return tm__fail(err, TM_IO, TM_NO_OFFSET,
+                    "%stimed out: bytes %llu-%llu did not arrive within TM_HTTP_TIMEOUT (%llu s; "
+                    "set it to wait longer)", r->shown, (unsigned long long)off,
+                    (unsigned long long)(off + len - 1),
+                    (unsigned long long)(r->timeout_ms / 1000));
+}
+
+static tm_status changed(const remote *r, const char *what, tm_error *err)
 {
     return tm__fail(err, TM_IO, TM_NO_OFFSET,
                     "%sthe file changed on the server while it was being read (%s); open it "
                     "again", r->shown, what);
 }
 
-/* GET bytes [off, off + len) of url into dst with easy handle e, retrying transient failures.
- * On success *t holds the response (t->got bytes at dst) and *code its status; the caller
- * judges it. *bytes grows by what came over the wire, *requests by the requests made. */
-static tm_status get(const tm__remote *r, CURL *e, const char *url, uint64_t off, uint64_t len,
-                     uint8_t *dst, transfer *t, long *code, uint64_t *bytes, uint64_t *requests,
-                     tm_error *err)
+/* GET bytes [off, off + len) of url into dst over x, retrying transient failures while x's
+ * deadline allows. On success *t holds the response (t->got bytes at dst) and *code its
+ * status; the caller judges it. x counts what came over the wire and the requests made. */
+static tm_status get(const remote *r, exchange *x, const char *url, uint64_t off, uint64_t len,
+                     uint8_t *dst, transfer *t, long *code, tm_error *err)
 {
+    CURL *e = x->e;
     char range[64];
     snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
              (unsigned long long)(off + len - 1));
-    /* the token goes to its own host only (libcurl keeps it from a redirect's other host) */
-    const bool auth = r->auth && same_host(url, r->auth_host);
+    /* the token goes to its own origin only (libcurl keeps it from a redirect's other host) */
+    const bool auth = r->auth && same_origin(url, r->auth_origin);
     for (int attempt = 0;; attempt++) {
+        const uint64_t left = time_left(x);
+        if (left == 0)
+            return timed_out(r, off, len, err);
         memset(t, 0, sizeof *t);
         t->dst = dst;
         t->want = len;
@@ -300,20 +336,26 @@ static tm_status get(const tm__remote *r, CURL *e, const char *url, uint64_t off
         curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left > LONG_MAX ? 0L : (long)left);
         CURLcode rc = curl_easy_perform(e);
         curl_off_t wire = 0;
         curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &wire);
-        *bytes += (uint64_t)wire;
-        *requests += 1;
+        x->bytes += (uint64_t)wire;
+        x->requests += 1;
         *code = 0;
         if (rc == CURLE_WRITE_ERROR && t->stopped)
             rc = CURLE_OK; /* the body went past what was asked for: cut off on purpose */
         if (rc == CURLE_OK)
             curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, code);
-        if (transient(rc, *code) && attempt + 1 < ATTEMPTS) {
-            pause_before(attempt);
+        const uint64_t ms = pause_ms(attempt);
+        const bool time_for_more = time_left(x) > ms;
+        if (transient(rc, *code) && attempt + 1 < ATTEMPTS && time_for_more) {
+            nanosleep(&(struct timespec){(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L}, NULL);
             continue;
         }
+        /* libcurl's clock may stop it a moment before ours says the deadline has come */
+        if (rc == CURLE_OPERATION_TIMEDOUT && !time_for_more)
+            return timed_out(r, off, len, err);
         if (rc != CURLE_OK)
             return transport_fail(r, rc, t, attempt + 1, err);
         if (*code != 200 && *code != 206 && *code != 416)
@@ -323,12 +365,12 @@ static tm_status get(const tm__remote *r, CURL *e, const char *url, uint64_t off
 }
 
 /* Whether a response is of the same file as the first one. */
-static tm_status same_file(const tm__remote *r, const tm__map *m, const transfer *t,
+static tm_status same_file(const remote *r, const tm__source *s, const transfer *t,
                            tm_error *err)
 {
     char what[400];
-    if (t->has_total && t->total != m->size) {
-        snprintf(what, sizeof what, "%llu bytes, then %llu", (unsigned long long)m->size,
+    if (t->has_total && t->total != s->size) {
+        snprintf(what, sizeof what, "%llu bytes, then %llu", (unsigned long long)s->size,
                  (unsigned long long)t->total);
         return changed(r, what, err);
     }
@@ -349,15 +391,43 @@ static tm_status same_file(const tm__remote *r, const tm__map *m, const transfer
     return TM_OK;
 }
 
-/* Bytes [off, off + len) of the file (inside its size) into dst over handle e, as many
- * requests as the server needs to send them all. */
-static tm_status read_range(tm__remote *r, const tm__map *m, CURL *e, uint64_t off, uint64_t len,
-                            uint8_t *dst, uint64_t *bytes, uint64_t *requests, tm_error *err)
+/* Whether a 206 answers a request for bytes [off, off + len) with a Content-Range it can be
+ * taken for: starting where asked, ending inside what was asked and inside the total it
+ * declares, with a body that long. */
+static bool range_fits(const transfer *t, uint64_t off, uint64_t len)
+{
+    return t->has_range && t->range_first == off && t->range_last >= t->range_first &&
+           t->range_last - off < len && t->range_last < t->total &&
+           t->got == t->range_last - t->range_first + 1;
+}
+
+static tm_status range_fail(const remote *r, const transfer *t, uint64_t off, uint64_t len,
+                            tm_error *err)
+{
+    char sent[96] = "no Content-Range";
+    if (t->has_range)
+        snprintf(sent, sizeof sent, "Content-Range bytes %llu-%llu/%llu",
+                 (unsigned long long)t->range_first, (unsigned long long)t->range_last,
+                 (unsigned long long)t->total);
+    const char *why = !t->has_range                    ? ""
+                      : t->range_last >= t->total      ? ", which runs past the total it declares"
+                      : t->range_last < t->range_first ? ", which ends before it starts"
+                                                       : "";
+    return tm__fail(err, TM_IO, TM_NO_OFFSET,
+                    "%sasked for bytes %llu-%llu, the server sent %llu bytes with %s%s",
+                    r->shown, (unsigned long long)off, (unsigned long long)(off + len - 1),
+                    (unsigned long long)t->got, sent, why);
+}
+
+/* Bytes [off, off + len) of the file (inside its size) into dst over x, as many requests as
+ * the server needs to send them all (within x's deadline). */
+static tm_status read_range(const remote *r, const tm__source *s, exchange *x, uint64_t off,
+                            uint64_t len, uint8_t *dst, tm_error *err)
 {
     while (len > 0) {
         transfer t;
         long code;
-        tm_status st = get(r, e, r->target, off, len, dst, &t, &code, bytes, requests, err);
+        tm_status st = get(r, x, r->target, off, len, dst, &t, &code, err);
         if (st != TM_OK)
             return st;
         if (code == 200)
@@ -368,16 +438,10 @@ static tm_status read_range(tm__remote *r, const tm__map *m, CURL *e, uint64_t o
                             r->shown, (unsigned long long)off, (unsigned long long)(off + len - 1));
         if (code == 416)
             return changed(r, "a range inside the file is no longer satisfiable", err);
-        if ((st = same_file(r, m, &t, err)) != TM_OK)
+        if ((st = same_file(r, s, &t, err)) != TM_OK)
             return st;
-        if (!t.has_range || t.range_first != off || t.got == 0 ||
-            t.got != t.range_last - t.range_first + 1)
-            return tm__fail(err, TM_IO, TM_NO_OFFSET,
-                            "%sasked for bytes %llu-%llu, the server sent %s%llu-%llu (%llu "
-                            "bytes)", r->shown, (unsigned long long)off,
-                            (unsigned long long)(off + len - 1), t.has_range ? "" : "no range, ",
-                            (unsigned long long)t.range_first, (unsigned long long)t.range_last,
-                            (unsigned long long)t.got);
+        if (!range_fits(&t, off, len))
+            return range_fail(r, &t, off, len, err);
         off += t.got; /* a server may send less than asked: ask for the rest */
         dst += t.got;
         len -= t.got;
@@ -388,12 +452,11 @@ static tm_status read_range(tm__remote *r, const tm__map *m, CURL *e, uint64_t o
 /* ---- parallel reads ------------------------------------------------------------------------ */
 
 typedef struct piece {
-    tm__remote *r;
-    const tm__map *m;
-    CURL *e;
+    const remote *r;
+    const tm__source *s;
+    exchange x;
     uint64_t off, len;
     uint8_t *dst;
-    uint64_t bytes, requests;
     tm_error err;
     tm_status st;
 } piece;
@@ -401,14 +464,14 @@ typedef struct piece {
 static void *read_piece(void *arg)
 {
     piece *p = arg;
-    p->st = read_range(p->r, p->m, p->e, p->off, p->len, p->dst, &p->bytes, &p->requests,
-                       &p->err);
+    p->st = read_range(p->r, p->s, &p->x, p->off, p->len, p->dst, &p->err);
     return NULL;
 }
 
-/* With r->lock held: [off, off + len) into dst, in up to PARALLEL ranges at once. */
-static tm_status read_locked(tm__remote *r, const tm__map *m, uint64_t off, uint64_t len,
-                             uint8_t *dst, tm_error *err)
+/* With r->lock held: [off, off + len) (at most a BATCH) into dst, in up to PARALLEL ranges at
+ * once, all within one step's deadline. */
+static tm_status read_batch(remote *r, const tm__source *s, uint64_t off, uint64_t len,
+                            uint8_t *dst, tm_error *err)
 {
     uint64_t n = len / PIECE_MIN;
     n = n < 2 ? 1 : n > PARALLEL ? PARALLEL : n;
@@ -417,21 +480,30 @@ static tm_status read_locked(tm__remote *r, const tm__map *m, uint64_t off, uint
     bool started[PARALLEL] = {false};
     const uint64_t each = len / n;
     for (uint64_t i = 0; i < n; i++) {
-        ps[i] = (piece){.r = r, .m = m, .e = r->easy[i], .off = off + i * each,
-                        .len = i + 1 < n ? each : len - i * each, .dst = dst + i * each};
-        if (!ps[i].e && !(ps[i].e = r->easy[i] = new_easy()))
+        if (!r->easy[i])
+            r->easy[i] = new_easy();
+        ps[i] = (piece){.r = r, .s = s, .x = begin_step(r, r->easy[i]),
+                        .off = off + i * each, .len = i + 1 < n ? each : len - i * each,
+                        .dst = dst + i * each};
+        if (!ps[i].x.e)
             ps[i].st = tm__fail(&ps[i].err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-        else if (i == 0 || pthread_create(&th[i], NULL, read_piece, &ps[i]) != 0)
-            read_piece(&ps[i]); /* the first piece on this thread (the others if no thread) */
-        else
+    }
+    /* the other pieces on threads of their own, started before the first runs on this one
+     * (a piece whose thread cannot be had runs here too) */
+    for (uint64_t i = n; i-- > 0;) {
+        if (!ps[i].x.e)
+            continue;
+        if (i > 0 && pthread_create(&th[i], NULL, read_piece, &ps[i]) == 0)
             started[i] = true;
+        else
+            read_piece(&ps[i]);
     }
     tm_status st = TM_OK;
     for (uint64_t i = 0; i < n; i++) {
         if (started[i])
             pthread_join(th[i], NULL);
-        r->bytes += ps[i].bytes;
-        r->requests += ps[i].requests;
+        r->bytes += ps[i].x.bytes;
+        r->requests += ps[i].x.requests;
         if (st == TM_OK && ps[i].st != TM_OK) {
             st = ps[i].st;
             if (err)
@@ -441,10 +513,22 @@ static tm_status read_locked(tm__remote *r, const tm__map *m, uint64_t off, uint
     return st;
 }
 
-tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
-                          tm_error *err)
+/* With r->lock held: [off, off + len) into dst, a BATCH at a time, each a step of its own: the
+ * deadline bounds how long a server may take for a BATCH, not how long a large read lasts. */
+static tm_status read_locked(remote *r, const tm__source *s, uint64_t off, uint64_t len,
+                             uint8_t *dst, tm_error *err)
 {
-    tm__remote *r = m->remote;
+    tm_status st = TM_OK;
+    for (uint64_t done = 0; done < len && st == TM_OK; done += BATCH)
+        st = read_batch(r, s, off + done, len - done < BATCH ? len - done : BATCH, dst + done,
+                        err);
+    return st;
+}
+
+static tm_status http_read(const tm__source *s, uint64_t offset, uint64_t len, void *buf,
+                           tm_error *err)
+{
+    remote *r = s->impl;
     if (len == 0)
         return TM_OK;
     if (!r->ranges)
@@ -453,90 +537,27 @@ tm_status tm__remote_read(const tm__map *m, uint64_t offset, uint64_t len, void 
                         "the whole file), so reading tensor data would download the file from "
                         "its start; download it and open the local copy", r->shown);
     pthread_mutex_lock(&r->lock);
-    tm_status st = read_locked(r, m, offset, len, buf, err);
+    tm_status st = read_locked(r, s, offset, len, buf, err);
     pthread_mutex_unlock(&r->lock);
     return st;
 }
 
 /* ---- the head ------------------------------------------------------------------------------ */
 
-/* hf:OWNER/REPO/FILE[@REVISION] -> $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (REVISION
- * percent-encoded whole, as the Hub does for refs/pr/1; FILE keeps its slashes). */
-static char *append_encoded(char *o, const char *s, size_t n, bool keep_slash)
+/* The caller's header, for the scheme, host and port of its origin. */
+static tm_status set_auth(remote *r, const tm__http_auth *auth, tm_error *err)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    for (size_t i = 0; i < n; i++) {
-        const unsigned char c = (unsigned char)s[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-            *o++ = (char)c;
-        } else {
-            *o++ = '%';
-            *o++ = hex[c >> 4];
-            *o++ = hex[c & 15];
-        }
-    }
-    return o;
-}
-
-static tm_status resolve_hf(const char *spec, char **out, tm_error *err)
-{
-    const char *owner = spec + 3;
-    const char *s1 = strchr(owner, '/');
-    const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
-    const char *file = s2 ? s2 + 1 : NULL;
-    const char *at = file ? strchr(file, '@') : NULL;
-    const char *file_end = at ? at : file ? file + strlen(file) : NULL;
-    if (!file || s1 == owner || s2 == s1 + 1 || file_end == file || file_end[-1] == '/' ||
-        (at && !at[1]))
-        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                        "a Hugging Face path is hf:OWNER/REPO/FILE or "
-                        "hf:OWNER/REPO/FILE@REVISION");
-    const char *endpoint = getenv("HF_ENDPOINT");
-    if (!endpoint || !*endpoint)
-        endpoint = DEFAULT_HF_ENDPOINT;
-    size_t ep_len = strlen(endpoint);
-    while (ep_len > 0 && endpoint[ep_len - 1] == '/')
-        ep_len--;
-    const char *rev = at ? at + 1 : "main";
-    char *url = malloc(ep_len + 3 * strlen(spec) + 32);
-    if (!url)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-    char *o = url + ep_len;
-    memcpy(url, endpoint, ep_len);
-    *o++ = '/';
-    o = append_encoded(o, owner, (size_t)(s2 - owner), true);
-    memcpy(o, "/resolve/", 9);
-    o = append_encoded(o + 9, rev, strlen(rev), false);
-    *o++ = '/';
-    o = append_encoded(o, file, (size_t)(file_end - file), true);
-    *o = '\0';
-    *out = url;
-    return TM_OK;
-}
-
-/* The Authorization header for HF_TOKEN, and the host it is for. */
-static tm_status set_auth(tm__remote *r, tm_error *err)
-{
-    const char *token = getenv("HF_TOKEN");
-    if (!token || !*token)
+    if (!auth)
         return TM_OK;
-    const char *endpoint = getenv("HF_ENDPOINT");
-    r->auth_host = url_host(endpoint && *endpoint ? endpoint : DEFAULT_HF_ENDPOINT);
-    size_t cap = strlen(token) + 32;
-    char *line = malloc(cap);
-    if (line) {
-        snprintf(line, cap, "Authorization: Bearer %s", token);
-        r->auth = curl_slist_append(NULL, line);
-        free(line);
-    }
-    if (!r->auth_host || !r->auth)
+    r->auth_origin = url_origin(auth->origin);
+    r->auth = curl_slist_append(NULL, auth->header);
+    if (!r->auth_origin || !r->auth)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     return TM_OK;
 }
 
 /* What is left of TM_HTTP_HEAD_LIMIT for the files of this model. */
-static uint64_t head_left(const tm__remote *r)
+static uint64_t head_left(const remote *r)
 {
     return r->head_limit > r->budget->spent ? r->head_limit - r->budget->spent : 0;
 }
@@ -544,7 +565,7 @@ static uint64_t head_left(const tm__remote *r)
 /* The first request's size: a chunk, or, when that would leave the files still to be opened
  * less than their share of the head limit, this file's equal share; never less than MIN_CHUNK,
  * which the format sniffers count on. */
-static uint64_t first_request(const tm__remote *r)
+static uint64_t first_request(const remote *r)
 {
     const uint32_t files = r->budget->files_to_open ? r->budget->files_to_open : 1;
     const uint64_t share = head_left(r) / files;
@@ -554,16 +575,18 @@ static uint64_t first_request(const tm__remote *r)
 
 /* The first request: the file's first bytes (first of them), its size, and what identifies
  * this version. */
-static tm_status fetch_first(tm__map *m, const char *url, uint64_t first, tm_error *err)
+static tm_status fetch_first(tm__source *s, const char *url, uint64_t first, tm_error *err)
 {
-    tm__remote *r = m->remote;
+    remote *r = s->impl;
     r->head = malloc((size_t)first);
     if (!r->head)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     transfer t;
     long code;
-    tm_status st = get(r, r->easy[0], url, 0, first, r->head, &t, &code, &r->bytes,
-                       &r->requests, err);
+    exchange x = begin_step(r, r->easy[0]);
+    tm_status st = get(r, &x, url, 0, first, r->head, &t, &code, err);
+    r->bytes += x.bytes;
+    r->requests += x.requests;
     if (st != TM_OK)
         return st;
     char *effective = NULL;
@@ -574,7 +597,7 @@ static tm_status fetch_first(tm__map *m, const char *url, uint64_t first, tm_err
         return tm__fail(err, TM_IO, TM_NO_OFFSET,
                         "%sthe server did not say how long the file is (HTTP %ld without "
                         "Content-Range or Content-Length)", r->shown, code);
-    m->size = t.total;
+    s->size = t.total;
     r->ranges = code == 206;
     snprintf(r->etag, sizeof r->etag, "%s", t.etag);
     snprintf(r->modified, sizeof r->modified, "%s", t.modified);
@@ -583,56 +606,139 @@ static tm_status fetch_first(tm__map *m, const char *url, uint64_t first, tm_err
             return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sHTTP 416 for the first bytes of a "
                             "%llu-byte file", r->shown, (unsigned long long)t.total);
         t.got = 0; /* an empty file: the walk says so */
-    } else if (code == 206 && (t.range_first != 0 || t.got != t.range_last + 1)) {
-        return tm__fail(err, TM_IO, TM_NO_OFFSET,
-                        "%sasked for the first %llu bytes, the server sent bytes %llu-%llu "
-                        "(%llu bytes)", r->shown, (unsigned long long)first,
-                        (unsigned long long)t.range_first, (unsigned long long)t.range_last,
-                        (unsigned long long)t.got);
+    } else if (code == 206 && !range_fits(&t, 0, first)) {
+        return range_fail(r, &t, 0, first, err);
     }
-    if (t.got < (m->size < first ? m->size : first))
+    if (t.got > s->size) /* the head never holds more than the file: the walks trust that */
+        return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sthe server sent %llu bytes of a file it "
+                        "says is %llu bytes long", r->shown, (unsigned long long)t.got,
+                        (unsigned long long)s->size);
+    if (t.got < (s->size < first ? s->size : first))
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "%sthe server sent %llu of the first %llu "
                         "bytes", r->shown, (unsigned long long)t.got,
-                        (unsigned long long)(m->size < first ? m->size : first));
-    m->avail = t.got;
-    m->base = r->head;
+                        (unsigned long long)(s->size < first ? s->size : first));
+    s->avail = t.got;
+    s->base = r->head;
     return TM_OK;
 }
 
-tm_status tm__remote_open(tm__map *m, const char *url, tm__head_budget *budget, tm_error *err)
+static tm_status http_need(tm__source *s, uint64_t end, tm_error *err)
 {
-    memset(m, 0, sizeof *m);
+    remote *r = s->impl;
+    /* Whole chunks past what the walk asked for, so that the next few fields come along; in
+     * steps of half the head once it is large, so that a huge header is not walked again
+     * once per chunk. */
+    const uint64_t step = s->avail < 16 * r->chunk ? r->chunk : s->avail / 2;
+    uint64_t want = end > s->avail + step ? end : s->avail + step;
+    if (!r->ranges && want < 2 * s->avail)
+        want = 2 * s->avail; /* each step starts again from byte 0: double */
+    if (want > s->size)
+        want = s->size;
+    /* The limit is on what every file of the model transfers for its head together: a range
+     * costs what it adds, a server ignoring ranges sends the start again. When the whole step
+     * does not fit, half of what is left (the files walked after this one keep the rest), but
+     * never less than the walk needs. */
+    const uint64_t needed = end < s->size ? end : s->size;
+    const uint64_t left = head_left(r), from = r->ranges ? s->avail : 0;
+    if (want - from > left)
+        want = from + left / 2 > needed ? from + left / 2 : needed;
+    if (want - from > left)
+        return tm__fail(err, TM_LIMIT, s->avail,
+                        "%sthe header walk needs more than TM_HTTP_HEAD_LIMIT (%llu bytes of "
+                        "header for all the files of a model together, %llu fetched so far; "
+                        "this file's walk reached byte %llu and needs byte %llu); download it, "
+                        "or raise the limit", r->shown, (unsigned long long)r->head_limit,
+                        (unsigned long long)r->budget->spent, (unsigned long long)s->avail,
+                        (unsigned long long)end);
+    uint8_t *head = realloc(r->head, (size_t)want);
+    if (!head)
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %llu bytes of header",
+                        (unsigned long long)want);
+    r->head = head;
+    s->base = head;
+    pthread_mutex_lock(&r->lock);
+    const uint64_t before = r->bytes;
+    tm_status st;
+    if (r->ranges) {
+        st = read_locked(r, s, s->avail, want - s->avail, head + s->avail, err);
+    } else {
+        /* The server sends the whole file each time: read its start again, as far as needed,
+         * and stop there. */
+        transfer t;
+        long code;
+        exchange x = begin_step(r, r->easy[0]);
+        st = get(r, &x, r->target, 0, want, head, &t, &code, err);
+        r->bytes += x.bytes;
+        r->requests += x.requests;
+        if (st == TM_OK)
+            st = same_file(r, s, &t, err);
+        if (st == TM_OK && t.got != want)
+            st = changed(r, "it ended sooner", err);
+    }
+    r->budget->spent += r->bytes - before;
+    pthread_mutex_unlock(&r->lock);
+    if (st == TM_OK)
+        s->avail = want;
+    return st;
+}
+
+static void http_close(tm__source *s)
+{
+    remote *r = s->impl;
+    for (int i = 0; i < PARALLEL; i++)
+        if (r->easy[i])
+            curl_easy_cleanup(r->easy[i]);
+    curl_slist_free_all(r->auth);
+    pthread_mutex_destroy(&r->lock);
+    free(r->head);
+    free(r->target);
+    free(r->auth_origin);
+    free(r->shown);
+    free(r);
+    s->impl = NULL;
+    s->base = NULL;
+}
+
+static void http_fetched(const tm__source *s, uint64_t *bytes, uint64_t *requests)
+{
+    remote *r = s->impl;
+    pthread_mutex_lock(&r->lock);
+    *bytes = r->bytes;
+    *requests = r->requests;
+    pthread_mutex_unlock(&r->lock);
+}
+
+static const tm__source_ops http_ops = {
+    .need = http_need, .read = http_read, .close = http_close, .fetched = http_fetched};
+
+tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
+                        tm__head_budget *budget, tm_error *err)
+{
     pthread_once(&curl_once, init_curl);
     if (curl_init_status != CURLE_OK)
         return tm__fail(err, TM_IO, TM_NO_OFFSET, "libcurl failed to start: %s",
                         curl_easy_strerror(curl_init_status));
-    tm__remote *r = calloc(1, sizeof *r);
+    remote *r = calloc(1, sizeof *r);
     if (!r)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     pthread_mutex_init(&r->lock, NULL);
-    m->kind = TM__MAP_REMOTE;
-    m->remote = r;
+    s->impl = r;
     r->chunk = tm__env_bytes("TM_HTTP_CHUNK", DEFAULT_CHUNK);
     if (r->chunk < MIN_CHUNK)
         r->chunk = MIN_CHUNK;
     r->head_limit = tm__env_bytes("TM_HTTP_HEAD_LIMIT", DEFAULT_HEAD_LIMIT);
-    r->budget = budget;
-    const bool hf = strncmp(url, "hf:", 3) == 0;
-    tm_status st = hf ? resolve_hf(url, &m->path, err)
-                   : (m->path = strdup(url)) != NULL
-                       ? TM_OK
-                       : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-    if (st == TM_OK) {
-        char shown[300] = "";
-        if (hf)
-            tm__quote(shown, sizeof shown - 2, m->path, strlen(m->path));
-        if (hf)
-            strcat(shown, ": ");
-        if (!(r->shown = strdup(shown)))
-            st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+    r->budget = budget ? budget : &r->own_budget;
+    const uint64_t timeout_s = tm__env_bytes("TM_HTTP_TIMEOUT", DEFAULT_TIMEOUT_S);
+    r->timeout_ms = timeout_s > UINT64_MAX / 1000 ? 0 : timeout_s * 1000; /* absurd: none */
+    char shown[300] = "";
+    if (show_url) {
+        tm__quote(shown, sizeof shown - 2, s->path, strlen(s->path));
+        strcat(shown, ": ");
     }
+    tm_status st = (r->shown = strdup(shown)) ? TM_OK
+                   : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     if (st == TM_OK)
-        st = set_auth(r, err);
+        st = set_auth(r, auth, err);
     if (st == TM_OK && !(r->easy[0] = new_easy()))
         st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     const uint64_t first = first_request(r);
@@ -644,102 +750,16 @@ tm_status tm__remote_open(tm__map *m, const char *url, tm__head_budget *budget, 
                       r->shown, (unsigned long long)head_left(r),
                       (unsigned long long)r->head_limit, (unsigned long long)first);
     if (st == TM_OK)
-        st = fetch_first(m, m->path, first, err);
-    budget->spent += r->bytes;
-    if (budget->files_to_open)
-        budget->files_to_open--;
+        st = fetch_first(s, s->path, first, err);
+    r->budget->spent += r->bytes;
+    if (r->budget->files_to_open)
+        r->budget->files_to_open--;
     if (st != TM_OK) {
-        tm__remote_close(m);
-        free(m->path);
-        memset(m, 0, sizeof *m);
+        http_close(s);
+        return st;
     }
-    return st;
-}
-
-tm_status tm__remote_need(tm__map *m, uint64_t end, tm_error *err)
-{
-    tm__remote *r = m->remote;
-    /* Whole chunks past what the walk asked for, so that the next few fields come along; in
-     * steps of half the head once it is large, so that a huge header is not walked again
-     * once per chunk. */
-    const uint64_t step = m->avail < 16 * r->chunk ? r->chunk : m->avail / 2;
-    uint64_t want = end > m->avail + step ? end : m->avail + step;
-    if (!r->ranges && want < 2 * m->avail)
-        want = 2 * m->avail; /* each step starts again from byte 0: double */
-    if (want > m->size)
-        want = m->size;
-    /* The limit is on what every file of the model transfers for its head together: a range
-     * costs what it adds, a server ignoring ranges sends the start again. When the whole step
-     * does not fit, half of what is left (the files walked after this one keep the rest), but
-     * never less than the walk needs. */
-    const uint64_t needed = end < m->size ? end : m->size;
-    const uint64_t left = head_left(r), from = r->ranges ? m->avail : 0;
-    if (want - from > left)
-        want = from + left / 2 > needed ? from + left / 2 : needed;
-    if (want - from > left)
-        return tm__fail(err, TM_LIMIT, m->avail,
-                        "%sthe header walk needs more than TM_HTTP_HEAD_LIMIT (%llu bytes of "
-                        "header for all the files of a model together, %llu fetched so far; "
-                        "this file's walk reached byte %llu and needs byte %llu); download it, "
-                        "or raise the limit", r->shown, (unsigned long long)r->head_limit,
-                        (unsigned long long)r->budget->spent, (unsigned long long)m->avail,
-                        (unsigned long long)end);
-    uint8_t *head = realloc(r->head, (size_t)want);
-    if (!head)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %llu bytes of header",
-                        (unsigned long long)want);
-    r->head = head;
-    m->base = head;
-    pthread_mutex_lock(&r->lock);
-    const uint64_t before = r->bytes;
-    tm_status st;
-    if (r->ranges) {
-        st = read_locked(r, m, m->avail, want - m->avail, head + m->avail, err);
-    } else {
-        /* The server sends the whole file each time: read its start again, as far as needed,
-         * and stop there. */
-        transfer t;
-        long code;
-        st = get(r, r->easy[0], r->target, 0, want, head, &t, &code, &r->bytes, &r->requests,
-                 err);
-        if (st == TM_OK)
-            st = same_file(r, m, &t, err);
-        if (st == TM_OK && t.got != want)
-            st = changed(r, "it ended sooner", err);
-    }
-    r->budget->spent += r->bytes - before;
-    pthread_mutex_unlock(&r->lock);
-    if (st == TM_OK)
-        m->avail = want;
-    return st;
-}
-
-void tm__remote_close(tm__map *m)
-{
-    tm__remote *r = m->remote;
-    if (!r)
-        return;
-    for (int i = 0; i < PARALLEL; i++)
-        if (r->easy[i])
-            curl_easy_cleanup(r->easy[i]);
-    curl_slist_free_all(r->auth);
-    pthread_mutex_destroy(&r->lock);
-    free(r->head);
-    free(r->target);
-    free(r->auth_host);
-    free(r->shown);
-    free(r);
-    m->remote = NULL;
-    m->base = NULL;
-}
-
-void tm__remote_fetched(const tm__map *m, uint64_t *bytes, uint64_t *requests)
-{
-    tm__remote *r = m->remote;
-    pthread_mutex_lock(&r->lock);
-    *bytes = r->bytes;
-    *requests = r->requests;
-    pthread_mutex_unlock(&r->lock);
+    s->ops = &http_ops;
+    return TM_OK;
 }
 
 #endif /* TM_HAVE_CURL */

@@ -8,7 +8,8 @@
  * writing, truncated or unlinked: until the rename it is untouched, and after it a process that
  * still maps the old file keeps the old inode. A character device or FIFO (/dev/null, a pipe to
  * another program) cannot be replaced and is not ours to remove: it is opened and written
- * directly, without O_TRUNC. */
+ * directly, without O_TRUNC. A symlink on the way is followed, unless another user may have
+ * planted it (check_links). */
 #include "../common/internal.h"
 
 #include <errno.h>
@@ -22,6 +23,7 @@
 
 struct tm_outfile {
     int fd;
+    char *name; /* the path as given, for messages */
     char *dest; /* the file the rename replaces (a symlink's target), or the device */
     char *temp; /* NULL when writing directly */
 };
@@ -77,6 +79,75 @@ static int create_temp(const char *dest, char **temp)
     return errno = EEXIST, -1;
 }
 
+/* The first len bytes of s, as a string; malloc'ed. */
+static char *prefix_of(const char *s, size_t len)
+{
+    char *p = malloc(len + 1);
+    if (p) {
+        memcpy(p, s, len);
+        p[len] = '\0';
+    }
+    return p;
+}
+
+/* The kernel's rule for following a symlink (fs.protected_symlinks), applied to every link the
+ * output path passes through, whatever the sysctl says: in a sticky world-writable directory
+ * (/tmp), a link is followed only when it belongs to the caller or to the directory's owner.
+ * Another user's link there could name a file of ours, and the rename would replace it. The
+ * path is walked component by component; each link found is checked, then replaced by its
+ * target, and the walk starts again (at most 40 links, as the kernel allows). */
+static tm_status check_links(const char *path, tm_error *err)
+{
+    char *cur = dup_str(path), *link = NULL; /* link: the prefix of cur that is a symlink */
+    tm_status s = cur ? TM_OK : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+    for (int hops = 0; s == TM_OK && hops <= 40; hops++) {
+        size_t at = 0, n = strlen(cur);
+        struct stat ls, ds;
+        bool found = false, exists = true;
+        while (!found && exists && at < n) {
+            while (at < n && cur[at] == '/')
+                at++;
+            while (at < n && cur[at] != '/')
+                at++;
+            free(link);
+            if (!(link = prefix_of(cur, at))) {
+                s = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+                break;
+            }
+            exists = lstat(link, &ls) == 0; /* past a missing part, nothing is followed */
+            found = exists && S_ISLNK(ls.st_mode);
+        }
+        if (!found || s != TM_OK)
+            break;
+        char *dir = dir_of(link), target[PATH_MAX], *next = NULL;
+        const ssize_t k = readlink(link, target, sizeof target - 1);
+        if (!dir || k < 0 || stat(dir, &ds) != 0) {
+            s = tm__fail(err, TM_IO, TM_NO_OFFSET, "%s: %s", path, strerror(errno));
+        } else if ((ds.st_mode & S_ISVTX) && (ds.st_mode & S_IWOTH) &&
+                   ls.st_uid != geteuid() && ls.st_uid != ds.st_uid) {
+            s = tm__fail(err, TM_IO, TM_NO_OFFSET,
+                         "%s: %s is a symlink owned by another user (uid %u) in the sticky "
+                         "world-writable directory %s: not following it, since anyone may have "
+                         "planted it there (the kernel's fs.protected_symlinks rule); write to a "
+                         "path of your own", path, link, (unsigned)ls.st_uid, dir);
+        } else {
+            /* the target, relative to the link's directory, then the rest of the path */
+            target[k] = '\0';
+            const bool absolute = target[0] == '/';
+            if (asprintf(&next, "%s%s%s%s", absolute ? "" : dir, absolute ? "" : "/", target,
+                         cur + at) < 0)
+                next = NULL;
+            free(cur);
+            if (!(cur = next))
+                s = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+        }
+        free(dir);
+    }
+    free(link);
+    free(cur);
+    return s;
+}
+
 tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err)
 {
     if (!out || !path || !*path)
@@ -87,10 +158,17 @@ tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
                         "%s: is read as a URL, and outputs are local files only (write ./%s for "
                         "a local file of that name)", path, path);
+    tm_status links = check_links(path, err);
+    if (links != TM_OK)
+        return links;
     tm_outfile *o = calloc(1, sizeof *o);
     if (!o)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory opening %s", path);
     o->fd = -1;
+    if (!(o->name = dup_str(path))) {
+        free(o);
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory opening %s", path);
+    }
     struct stat st;
     bool exists = stat(path, &st) == 0;
     if (!exists && errno != ENOENT) {
@@ -98,11 +176,13 @@ tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err)
         free(o);
         return s;
     }
-    /* A symlink stays a symlink: the file it names is the one replaced. */
+    /* A symlink stays a symlink: the file it names is the one replaced (check_links has
+     * refused one that another user may have planted). */
     o->dest = exists ? realpath(path, NULL) : dup_str(path);
     if (!o->dest) {
         tm_status s = tm__fail(err, errno == ENOMEM ? TM_NOMEM : TM_IO, TM_NO_OFFSET, "%s: %s",
                                path, strerror(errno));
+        free(o->name);
         free(o);
         return s;
     }
@@ -127,6 +207,7 @@ tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err)
     }
     if (s != TM_OK) {
         free(o->dest);
+        free(o->name);
         free(o);
         return s;
     }
@@ -138,8 +219,11 @@ int tm_outfile_fd(const tm_outfile *o) { return o ? o->fd : -1; }
 
 const char *tm_outfile_temp_path(const tm_outfile *o) { return o ? o->temp : NULL; }
 
+const char *tm__outfile_name(const tm_outfile *o) { return o->name; }
+
 static void release(tm_outfile *o)
 {
+    free(o->name);
     free(o->dest);
     free(o->temp);
     free(o);

@@ -1,210 +1,108 @@
-/* One file's bytes: mapped once read-only, read with pread/read into the heap, or (http.c) a
- * remote file's head with its tensor bytes fetched on demand. */
-#include "../common/internal.h"
+/* One file's bytes, whatever holds them: the one place that knows which backend a path goes to
+ * (local.c for a path or "-", http.c for a URL, with hf.c resolving hf: names and their
+ * token), and the calls the rest of the library makes on any source, through the backend's
+ * table. */
+#include "source.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <strings.h>
 
-static tm_status io_fail(tm_error *err, const char *what, int errnum)
+bool tm__is_url(const char *path)
 {
-    return tm__fail(err, errnum == ENOENT ? TM_NOT_FOUND : errnum == ENOMEM ? TM_NOMEM : TM_IO,
-                    TM_NO_OFFSET, "%s: %s", what, strerror(errnum));
+    return strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0 ||
+           strncmp(path, "hf:", 3) == 0;
 }
 
-uint64_t tm__env_bytes(const char *name, uint64_t dflt)
+/* s->path is a URL: HF_TOKEN goes along to its endpoint. */
+static tm_status open_url(tm__source *s, bool show_url, tm__head_budget *budget, tm_error *err)
 {
-    const char *e = getenv(name);
-    char *end;
-    if (!e || !*e)
-        return dflt;
-    unsigned long long v = strtoull(e, &end, 10);
-    unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-    if (end == e || (shift && end[1]) || (!shift && *end) || v > (UINT64_MAX >> shift))
-        return dflt; /* not a number: the default, not "no limit" */
-    return (uint64_t)v << shift;
-}
-
-/* Enough of the first bytes to tell a model from anything else (file.c's recognisers). */
-#define SNIFF_BYTES 16u
-
-/* A pipe, a character device, a FIFO or a file whose size the kernel does not know (procfs) is
- * read until EOF, doubling the buffer. Its first bytes are looked at before the rest is read:
- * /dev/zero or a log file is refused at once by the caller (from those bytes), not read to the
- * end of memory. The whole read is capped by TM_STREAM_LIMIT (tm__env_bytes). */
-static tm_status read_stream(int fd, uint8_t **out, uint64_t *size, tm_error *err)
-{
-    size_t cap = 1u << 16, len = 0;
-    const uint64_t limit = tm__env_bytes("TM_STREAM_LIMIT", TM_DEFAULT_STREAM_LIMIT);
-    uint8_t *buf = malloc(cap);
-    if (!buf)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory reading the input");
-    for (bool sniffed = false;;) {
-        if (!sniffed && len >= SNIFF_BYTES) {
-            sniffed = true;
-            if (!tm__looks_like_model(buf, len))
-                break; /* the caller names what it found in these bytes */
-        }
-        if (len == cap) {
-            uint8_t *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!grown) {
-                free(buf);
-                return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
-                                "out of memory after reading %zu bytes of the input", len);
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        /* a few bytes at first, so that the sniff does not wait for a whole buffer */
-        size_t want = len < SNIFF_BYTES ? SNIFF_BYTES - len : cap - len;
-        ssize_t n = read(fd, buf + len, want);
-        if (n == 0)
-            break;
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            free(buf);
-            return io_fail(err, "read failed", e);
-        }
-        len += (size_t)n;
-        if (len > limit) {
-            free(buf);
-            return tm__fail(err, TM_LIMIT, limit,
-                            "the input is a stream longer than the limit of %llu bytes (set "
-                            "TM_STREAM_LIMIT to read more)", (unsigned long long)limit);
-        }
-    }
-    *out = buf;
-    *size = len;
-    return TM_OK;
-}
-
-/* A regular file read whole with pread: immune to the file changing afterwards. */
-static tm_status read_file(int fd, uint64_t size, uint8_t **out, tm_error *err)
-{
-    uint8_t *buf = malloc(size ? (size_t)size : 1);
-    if (!buf)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory reading a %llu-byte file",
-                        (unsigned long long)size);
-    uint64_t done = 0;
-    while (done < size) {
-        ssize_t n = pread(fd, buf + done, (size_t)(size - done), (off_t)done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : 0;
-            free(buf);
-            if (n == 0)
-                return tm__fail(err, TM_IO, done,
-                                "the file shrank while being read: %llu of %llu bytes",
-                                (unsigned long long)done, (unsigned long long)size);
-            return io_fail(err, "read failed", e);
-        }
-        done += (uint64_t)n;
-    }
-    *out = buf;
-    return TM_OK;
-}
-
-tm_status tm__map_open(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
-                       tm_error *err)
-{
-    memset(m, 0, sizeof *m);
-    if (tm__is_url(path))
-        return tm__remote_open(m, path, budget, err);
-    m->path = strdup(path);
-    if (!m->path)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-
-    const bool is_stdin = strcmp(path, "-") == 0;
-    if (is_stdin)
-        flags |= TM_OPEN_NO_MMAP; /* even when it is a regular file: the header promises a copy */
-    /* a shard's open does not wait for a FIFO's writer: its fstat below refuses it */
-    const int nonblock = flags & TM__MAP_REGULAR_ONLY ? O_NONBLOCK : 0;
-    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC | nonblock);
-    if (fd < 0) {
-        tm_status st = io_fail(err, "cannot open", errno);
-        tm__map_close(m);
-        return st;
-    }
-    struct stat sb;
-    tm_status st = TM_OK;
-    uint8_t *heap = NULL;
-    if (fstat(fd, &sb) != 0) {
-        st = io_fail(err, "cannot stat", errno);
-    } else if ((flags & TM__MAP_REGULAR_ONLY) && !S_ISREG(sb.st_mode)) {
-        /* checked on the file opened, not only on the path before: no swap in between */
-        st = tm__fail(err, TM_IO, TM_NO_OFFSET, "is not a regular file (a shard must be)");
-    } else if (S_ISDIR(sb.st_mode)) {
-        st = tm__fail(err, TM_IO, TM_NO_OFFSET, "is a directory, not a model file");
-    } else if (!S_ISREG(sb.st_mode) || sb.st_size == 0) {
-        /* A size of 0 may be procfs not knowing it (/proc/self/environ): read what is there.
-         * A really empty file reads as nothing and is refused by the caller as empty. */
-        st = read_stream(fd, &heap, &m->size, err);
-    } else if (flags & TM_OPEN_NO_MMAP) {
-        m->size = (uint64_t)sb.st_size;
-        st = read_file(fd, m->size, &heap, err);
-    } else {
-        m->size = (uint64_t)sb.st_size;
-        m->dev = sb.st_dev;
-        m->ino = sb.st_ino;
-        m->mtime = sb.st_mtim;
-        void *p = mmap(NULL, (size_t)m->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            st = io_fail(err, "mmap failed", errno);
-        } else {
-            m->base = p;
-            m->kind = TM__MAP_MMAP;
-        }
-    }
-    if (heap) {
-        m->base = heap;
-        m->kind = TM__MAP_HEAP;
-    }
-    if (!is_stdin)
-        close(fd); /* the mapping keeps its own reference to the file */
-    if (st != TM_OK)
-        tm__map_close(m);
-    m->avail = m->size;
+    tm__http_auth auth;
+    char *line = NULL;
+    tm_status st = tm__hf_auth(&auth, &line, err);
+    if (st == TM_OK)
+        st = tm__http_open(s, show_url, line ? &auth : NULL, budget, err);
+    free(line);
     return st;
 }
 
-tm_status tm__map_need(tm__map *m, uint64_t end, tm_error *err)
+tm_status tm__source_open(tm__source *s, const char *path, const tm__source_opts *o,
+                          tm_error *err)
 {
-    return m->kind == TM__MAP_REMOTE && end > m->avail && m->avail < m->size
-               ? tm__remote_need(m, end, err)
-               : TM_OK;
+    memset(s, 0, sizeof *s);
+    tm_status st;
+    if (strncmp(path, "hf:", 3) == 0) {
+        /* known by the URL it resolves to, so that shards beside it are found as siblings */
+        st = tm__hf_resolve(path, &s->path, err);
+        if (st == TM_OK)
+            st = open_url(s, true, o->budget, err);
+    } else if (!(s->path = strdup(path))) {
+        st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+    } else {
+        st = tm__is_url(path) ? open_url(s, false, o->budget, err) : tm__local_open(s, o, err);
+    }
+    if (st != TM_OK) {
+        free(s->path);
+        memset(s, 0, sizeof *s);
+    }
+    return st;
 }
 
-tm_status tm__map_read(const tm__map *m, uint64_t offset, uint64_t len, void *buf,
-                       tm_error *err)
+void tm__source_buffer(tm__source *s, const void *buf, uint64_t len)
+{
+    memset(s, 0, sizeof *s);
+    tm__local_borrow(s, buf, len);
+}
+
+tm_status tm__source_need(tm__source *s, uint64_t end, tm_error *err)
+{
+    if (end <= s->avail || s->avail >= s->size)
+        return TM_OK;
+    return s->ops->need(s, end < s->size ? end : s->size, err);
+}
+
+tm_status tm__source_read(const tm__source *s, uint64_t offset, uint64_t len, void *buf,
+                          tm_error *err)
 {
     uint64_t end;
-    if (!tm__add_u64(offset, len, &end) || end > m->size)
+    if (!tm__add_u64(offset, len, &end) || end > s->size)
         return tm__fail(err, TM_INVALID_ARG, offset,
                         "bytes [%llu, +%llu) are outside the %llu-byte file",
                         (unsigned long long)offset, (unsigned long long)len,
-                        (unsigned long long)m->size);
-    if (end <= m->avail) {
+                        (unsigned long long)s->size);
+    if (end <= s->avail) {
         if (len)
-            memcpy(buf, m->base + offset, (size_t)len);
+            memcpy(buf, s->base + offset, (size_t)len);
         return TM_OK;
     }
-    return tm__remote_read(m, offset, len, buf, err);
+    return s->ops->read(s, offset, len, buf, err);
 }
 
-void tm__map_close(tm__map *m)
+const uint8_t *tm__source_view(const tm__source *s, uint64_t offset, uint64_t len)
 {
-    if (m->kind == TM__MAP_MMAP)
-        munmap((void *)(uintptr_t)m->base, (size_t)m->size);
-    else if (m->kind == TM__MAP_HEAP)
-        free((void *)(uintptr_t)m->base);
-    else if (m->kind == TM__MAP_REMOTE)
-        tm__remote_close(m); /* frees the head at base */
-    free(m->path);
-    memset(m, 0, sizeof *m);
+    uint64_t end;
+    if (s->ops->read || !tm__add_u64(offset, len, &end) || end > s->size)
+        return NULL;
+    return s->base + offset;
+}
+
+bool tm__source_is_remote(const tm__source *s) { return s->ops && s->ops->fetched; }
+
+void tm__source_fetched(const tm__source *s, uint64_t *bytes, uint64_t *requests)
+{
+    *bytes = *requests = 0;
+    if (tm__source_is_remote(s))
+        s->ops->fetched(s, bytes, requests);
+}
+
+int tm__source_reopen(const tm__source *s)
+{
+    return s->ops && s->ops->reopen ? s->ops->reopen(s) : -1;
+}
+
+void tm__source_close(tm__source *s)
+{
+    if (s->ops)
+        s->ops->close(s);
+    free(s->path);
+    memset(s, 0, sizeof *s);
 }

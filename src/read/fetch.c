@@ -37,8 +37,8 @@ tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, voi
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "tensor %s has no data", name);
     const tm_layout *l = tm_shard_layout(t->file, t->shard);
     tm_error inner = {0};
-    st = tm__map_read(&t->file->maps[t->shard], l->data_start + t->offset + offset, len, buf,
-                      &inner);
+    st = tm__source_read(&t->file->maps[t->shard], l->data_start + t->offset + offset, len,
+                         buf, &inner);
     if (st != TM_OK)
         tm__fail(err, st, inner.offset, "tensor %s: %s", name, inner.message);
     return st;
@@ -76,8 +76,7 @@ tm_status tm__tensor_whole(const tm_tensor *t, tm_error *err)
 
 bool tm__tensor_is_remote(const tm_tensor *t)
 {
-    return t && !t->data && t->file && t->shard < t->file->layout.n_shards &&
-           t->file->maps[t->shard].kind == TM__MAP_REMOTE;
+    return t && !t->data && t->file && t->shard < t->file->layout.n_shards;
 }
 
 /* One piece's fetch, run on a thread of its own while the piece before it is decoded. */

@@ -1,11 +1,6 @@
 /* The getters for an open file: its layout, its tensors, its shards. */
 #include "../common/internal.h"
 
-bool tm__looks_like_model(const uint8_t *p, uint64_t n)
-{
-    return (n >= 4 && memcmp(p, "GGUF", 4) == 0) || tm__safetensors_sniff(p, n);
-}
-
 const tm_layout *tm_file_layout(const tm_file *f) { return f ? &f->layout : NULL; }
 
 const uint8_t *tm_file_bytes(const tm_file *f) { return f ? f->maps[0].base : NULL; }
@@ -15,7 +10,7 @@ uint64_t tm_file_bytes_size(const tm_file *f) { return f ? f->maps[0].avail : 0;
 bool tm_file_is_remote(const tm_file *f)
 {
     for (uint32_t i = 0; f && i < f->layout.n_shards; i++)
-        if (f->maps[i].kind == TM__MAP_REMOTE)
+        if (tm__source_is_remote(&f->maps[i]))
             return true;
     return false;
 }
@@ -24,9 +19,8 @@ void tm_file_fetched(const tm_file *f, uint64_t *bytes, uint64_t *requests)
 {
     uint64_t b = f ? f->fetched_bytes : 0, r = f ? f->fetched_requests : 0;
     for (uint32_t i = 0; f && i < f->layout.n_shards; i++) {
-        uint64_t mb = 0, mr = 0;
-        if (f->maps[i].kind == TM__MAP_REMOTE)
-            tm__remote_fetched(&f->maps[i], &mb, &mr);
+        uint64_t mb, mr;
+        tm__source_fetched(&f->maps[i], &mb, &mr);
         b += mb;
         r += mr;
     }

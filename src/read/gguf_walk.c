@@ -553,7 +553,7 @@ static tm_status walk_entries(walk *w, image *img)
 
 /* Walk the bytes of one GGUF image available so far (shard number shard of its set) into img;
  * *want says how far a read that ran out of them needed to go. */
-static tm_status walk_once(const tm__map *m, uint32_t shard, unsigned flags, image *img,
+static tm_status walk_once(const tm__source *m, uint32_t shard, unsigned flags, image *img,
                            uint64_t *want, tm_error *err)
 {
     tm_layout *L = &img->lay;
@@ -604,9 +604,10 @@ static tm_status walk_once(const tm__map *m, uint32_t shard, unsigned flags, ima
     TRY(check_overlap(&w, img));
     for (uint64_t i = 0; i < L->n_tensors; i++) {
         tm_tensor *t = &img->tensors[i];
-        /* a remote file's bytes are fetched instead, and a cut tensor has none */
+        /* NULL when the source cannot view them (a remote file's are fetched instead) or the
+         * file is cut off before their end */
         const bool whole = t->offset + t->n_bytes <= L->data_size; /* no wrap: check_bounds */
-        t->data = m->kind == TM__MAP_REMOTE || !whole ? NULL : m->base + start + t->offset;
+        t->data = whole ? tm__source_view(m, start + t->offset, t->n_bytes) : NULL;
         t->shard = shard;
         if (t->offset + t->n_bytes > L->tensors_end)
             L->tensors_end = t->offset + t->n_bytes;
@@ -624,7 +625,7 @@ void tm__gguf_image_free(image *img)
 /* Walk one GGUF image into img. A remote file's walk that runs out of the head fetched so far
  * (and not out of the file) fetches as far as it needed and walks again: the checks are the
  * same as for a local file, and so are the messages once the whole file is there. */
-tm_status tm__gguf_walk_image(tm__map *m, uint32_t shard, unsigned flags, image *img,
+tm_status tm__gguf_walk_image(tm__source *m, uint32_t shard, unsigned flags, image *img,
                               tm_error *err)
 {
     for (;;) {
@@ -633,6 +634,6 @@ tm_status tm__gguf_walk_image(tm__map *m, uint32_t shard, unsigned flags, image 
         if (st != TM_TRUNCATED || want <= m->avail || m->avail >= m->size)
             return st;
         tm__gguf_image_free(img);
-        TRY(tm__map_need(m, want, err));
+        TRY(tm__source_need(m, want, err));
     }
 }

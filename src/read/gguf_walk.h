@@ -17,7 +17,7 @@ typedef struct tm__gguf_image {
  * more of a remote file's head as the walk needs it. flags are tm_open's: TM_OPEN_TRUNCATED
  * accepts a file cut off after its header. On failure img may hold a partial walk: free it
  * either way. */
-tm_status tm__gguf_walk_image(tm__map *m, uint32_t shard, unsigned flags, tm__gguf_image *img,
+tm_status tm__gguf_walk_image(tm__source *m, uint32_t shard, unsigned flags, tm__gguf_image *img,
                               tm_error *err);
 /* Free img's arrays and zero it. */
 void tm__gguf_image_free(tm__gguf_image *img);

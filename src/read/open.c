@@ -28,7 +28,7 @@ static tm_status parse(tm_file *f, unsigned flags, tm_error *err)
     tm_status st;
     if (size >= 4 && memcmp(p, "GGUF", 4) == 0) {
         st = tm__gguf_parse(f, flags, err);
-    } else if (tm__safetensors_sniff(p, size)) {
+    } else if (tm__safetensors_sniff(p, f->maps[0].avail)) { /* the bytes there, not the size */
         st = tm__safetensors_parse(f, flags, err);
     } else if (size < 4) {
         return tm__fail(err, TM_TRUNCATED, 0,
@@ -101,7 +101,9 @@ tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;
-    tm_status st = tm__map_open(&f->maps[0], path, flags, &f->head_budget, err);
+    const tm__source_opts o = {.flags = flags, .accept = tm__looks_like_model,
+                               .budget = &f->head_budget};
+    tm_status st = tm__source_open(&f->maps[0], path, &o, err);
     if (st != TM_OK) {
         tm_close(f);
         return st;
@@ -122,7 +124,7 @@ tm_status tm_open_buffer(const void *buf, size_t len, unsigned flags, tm_file **
     tm_file *f = new_file(err);
     if (!f)
         return TM_NOMEM;
-    f->maps[0] = (tm__map){.base = buf, .size = len, .avail = len, .kind = TM__MAP_BORROWED};
+    tm__source_buffer(&f->maps[0], buf, len);
     return finish_open(f, flags, out, err);
 }
 
@@ -138,7 +140,7 @@ void tm_close(tm_file *f)
     free(f->tensors);
     const uint32_t n_maps = f->layout.n_shards ? f->layout.n_shards : 1;
     for (uint32_t i = 0; f->maps && i < n_maps; i++)
-        tm__map_close(&f->maps[i]);
+        tm__source_close(&f->maps[i]);
     free(f->maps);
     free(f->shard_layouts);
     free(f);

@@ -78,29 +78,6 @@ static tm_status st_keep(tm_file *f, json_t *root, tm_error *err)
     return TM_OK;
 }
 
-static bool is_json_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-/* A safetensors file: a length, then '{' (the length is checked by the parse, so that a bad one
- * gets its own message rather than "not a model"). */
-static bool looks_like_file(const uint8_t *p, uint64_t size)
-{
-    return size >= 9 && p[8] == '{' && tm__load_le(p, 8) >= 2;
-}
-
-/* A JSON object (the index): '{' after optional whitespace. */
-static bool looks_like_index(const uint8_t *p, uint64_t size)
-{
-    uint64_t i = 0;
-    while (i < size && i < 4096 && is_json_space(p[i]))
-        i++;
-    return i < size && p[i] == '{';
-}
-
-bool tm__safetensors_sniff(const uint8_t *p, uint64_t size)
-{
-    return looks_like_file(p, size) || looks_like_index(p, size);
-}
-
 /* ---- one safetensors image ---------------------------------------------------------------- */
 
 /* Where a refusal points and what it names. */
@@ -327,13 +304,13 @@ static tm_status json_fail(tm_error *err, const json_error_t *je, uint64_t base,
 static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_t *seen,
                              unsigned flags, tm_layout *lay, tm_error *err)
 {
-    tm__map *m = &f->maps[shard];
+    tm__source *m = &f->maps[shard];
     if (m->size < 8)
         return tm__fail(err, TM_TRUNCATED, 0, "%sthe file is %llu bytes; a safetensors file "
                         "starts with an 8-byte header length", what, (unsigned long long)m->size);
     /* A shard is named by an index, and may be a link to any file at all (/etc/passwd): its
      * first bytes are not quoted, not even as a header length, unless they start a header. */
-    if (what[0] && !looks_like_file(m->base, m->size))
+    if (what[0] && !tm__safetensors_looks_like_file(m->base, m->avail))
         return tm__fail(err, TM_NOT_MODEL, 0, "%snot a safetensors file (no header length "
                         "followed by '{')", what);
     uint64_t n = tm__load_le(m->base, 8);
@@ -344,7 +321,7 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
         return tm__fail(err, TM_TRUNCATED, 0, "%sheader length %llu at byte 0 runs past the end "
                         "of the file (%llu bytes)", what, (unsigned long long)n,
                         (unsigned long long)m->size);
-    tm_status s = tm__map_need(m, 8 + n, err); /* a remote file's head: fetch the header */
+    tm_status s = tm__source_need(m, 8 + n, err); /* a remote file's head: fetch the header */
     if (s != TM_OK)
         return s;
     if (n == 0 || m->base[8] != '{')
@@ -403,10 +380,10 @@ static tm_status parse_image(tm_file *f, uint32_t shard, const char *what, json_
             goto out;
         }
         e->t.offset = e->begin;
-        /* a remote file's bytes are fetched instead */
-        e->t.data = m->kind == TM__MAP_REMOTE || e->end > data_size
-                        ? NULL
-                        : m->base + data_start + e->begin;
+        /* NULL when the source cannot view them (a remote file's are fetched instead) or the
+         * file is cut off before their end */
+        e->t.data = e->end > data_size ? NULL
+                                       : tm__source_view(m, data_start + e->begin, e->end - e->begin);
         e->t.info_offset = 8; /* the header's offset: finding the entry's own costs a search */
         e->t.shard = shard;
         at = e->end;
@@ -604,7 +581,7 @@ out:
 }
 
 /* An index's JSON (bounded like a header: a weight map of 100 MB would be absurd). */
-static tm_status parse_index_json(tm__map *m, const char *label, json_t **out, tm_error *err)
+static tm_status parse_index_json(tm__source *m, const char *label, json_t **out, tm_error *err)
 {
     json_error_t je;
     char what[300];
@@ -612,7 +589,7 @@ static tm_status parse_index_json(tm__map *m, const char *label, json_t **out, t
     if (m->size > TM_SAFETENSORS_MAX_HEADER)
         return tm__fail(err, TM_LIMIT, 0, "%s: a safetensors index of %llu bytes is over the "
                         "limit of %u", label, (unsigned long long)m->size, TM_SAFETENSORS_MAX_HEADER);
-    tm_status s = tm__map_need(m, m->size, err); /* a remote index: all of it */
+    tm_status s = tm__source_need(m, m->size, err); /* a remote index: all of it */
     if (s != TM_OK)
         return s;
     *out = json_loadb((const char *)m->base, (size_t)m->size, JSON_REJECT_DUPLICATES, &je);
@@ -625,26 +602,26 @@ static tm_status parse_index_json(tm__map *m, const char *label, json_t **out, t
 static tm_status load_index(tm_file *f, const char *path, unsigned flags, json_t **out,
                             tm_error *err)
 {
-    tm__map m = {0};
+    tm__source m = {0};
     tm_status s = tm__shard_map(&m, path, flags, &f->head_budget, err);
     if (s != TM_OK)
         return s;
     s = parse_index_json(&m, path, out, err);
-    tm__map_close(&m);
+    tm__source_close(&m);
     return s;
 }
 
 tm_status tm__safetensors_parse(tm_file *f, unsigned flags, tm_error *err)
 {
-    tm__map *m0 = &f->maps[0];
+    tm__source *m0 = &f->maps[0];
     tm_status s = TM_OK;
     f->layout.n_shards = 1;
-    const bool is_file = looks_like_file(m0->base, m0->size);
+    const bool is_file = tm__safetensors_looks_like_file(m0->base, m0->avail);
     /* A shard opened with TM_OPEN_ALL_SHARDS brings its checkpoint in through the sibling
      * index; a file with no index beside it is a checkpoint of its own. */
     char *index_path = NULL;
     if (is_file && (flags & TM_OPEN_ALL_SHARDS) && tm__shard_has_dir(m0) &&
-        m0->kind != TM__MAP_REMOTE) { /* a remote shard opens alone: name its index instead */
+        !tm__source_is_remote(m0)) { /* a remote shard opens alone: name its index instead */
         index_path = tm__shard_sibling(m0->path, ST_INDEX_NAME);
         if (!index_path)
             return no_memory(err);

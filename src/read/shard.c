@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-bool tm__shard_has_dir(const tm__map *m) { return m->path && strcmp(m->path, "-") != 0; }
+bool tm__shard_has_dir(const tm__source *m) { return m->path && strcmp(m->path, "-") != 0; }
 
 char *tm__shard_sibling(const char *path, const char *name)
 {
@@ -32,13 +32,13 @@ const char *tm__shard_basename(const char *path)
     return slash ? slash + 1 : path;
 }
 
-tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm__head_budget *budget,
+tm_status tm__shard_map(tm__source *m, const char *path, unsigned flags, tm__head_budget *budget,
                         tm_error *err)
 {
     memset(m, 0, sizeof *m);
     /* A pipe or a device would be read to its end (or block opening): a shard is a file. The
      * path is looked at first, so that a device is never opened; the file opened is checked
-     * again (tm__map_open), so that a path swapped in between is refused too. */
+     * again (tm__source_open), so that a path swapped in between is refused too. */
     struct stat sb;
     /* quoted: a safetensors shard's name comes from its index */
     char q[300];
@@ -54,7 +54,9 @@ tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm__head_b
                         q);
     }
     tm_error inner = {0};
-    tm_status s = tm__map_open(m, path, flags | TM__MAP_REGULAR_ONLY, budget, &inner);
+    const tm__source_opts o = {.flags = flags, .regular_only = true,
+                               .accept = tm__looks_like_model, .budget = budget};
+    tm_status s = tm__source_open(m, path, &o, &inner);
     if (s != TM_OK)
         tm__fail(err, s, inner.offset, "%s: %s", q, inner.message);
     return s;
@@ -63,7 +65,7 @@ tm_status tm__shard_map(tm__map *m, const char *path, unsigned flags, tm__head_b
 tm_status tm__shards_open(tm_file *f, char *const *paths, uint32_t n, int keep, unsigned flags,
                           tm_error *err)
 {
-    tm__map *maps = calloc(n, sizeof *maps);
+    tm__source *maps = calloc(n, sizeof *maps);
     tm_layout *lays = calloc(n, sizeof *lays);
     tm_status s = maps && lays ? TM_OK
                                : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory for %u "
@@ -76,7 +78,7 @@ tm_status tm__shards_open(tm_file *f, char *const *paths, uint32_t n, int keep, 
     f->head_budget.files_to_open = 0; /* local shards do not count themselves off */
     if (s != TM_OK) {
         for (uint32_t i = 0; maps && i < n; i++)
-            tm__map_close(&maps[i]);
+            tm__source_close(&maps[i]);
         free(maps);
         free(lays);
         return s;
@@ -85,13 +87,11 @@ tm_status tm__shards_open(tm_file *f, char *const *paths, uint32_t n, int keep, 
     if (keep >= 0) {
         maps[keep] = f->maps[0];
     } else {
-        if (f->maps[0].kind == TM__MAP_REMOTE) {
-            uint64_t b, r;
-            tm__remote_fetched(&f->maps[0], &b, &r);
-            f->fetched_bytes += b;
-            f->fetched_requests += r;
-        }
-        tm__map_close(&f->maps[0]);
+        uint64_t b, r;
+        tm__source_fetched(&f->maps[0], &b, &r);
+        f->fetched_bytes += b;
+        f->fetched_requests += r;
+        tm__source_close(&f->maps[0]);
     }
     free(f->maps);
     f->maps = maps;

@@ -4,11 +4,11 @@
  * padding in one writev, each tensor's bytes at data_start + offset with pwrite, then extends
  * the file to its final size with ftruncate, so a tensor without data is a hole (sparse: a
  * 4.7 GB benchmark file costs no disk). Tensor data is referenced, never copied. The file is
- * written through tm_outfile (outfile.c): a temporary file renamed into place on success. */
+ * written through tm_outfile (outfile.c): a temporary file renamed into place on success, by
+ * tm_writer_finish or, after tm_writer_write_to, by the caller. */
 #include "../common/internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -23,10 +23,11 @@ typedef struct buf {
 } buf;
 
 typedef struct wtensor {
-    const void *data;     /* NULL: a hole */
+    const void *data;     /* NULL: a hole, unless src is set */
     uint64_t offset, n_bytes;
-    const tm__map *src;   /* the mapping data lies in, when taken from an open file */
-    uint64_t src_offset;  /* data's offset in src's file */
+    const tm__source *src; /* the source the bytes lie in, when taken from an open file (which
+                            * may hold no view of them: data NULL, read through it) */
+    uint64_t src_offset;  /* their offset in src's file */
 } wtensor;
 
 struct tm_writer {
@@ -38,6 +39,10 @@ struct tm_writer {
     size_t tensors_cap;
     uint64_t data_end;       /* max over tensors of offset + n_bytes */
     uint64_t min_data_size;  /* tm_writer_set_data_size */
+    wtensor section;         /* a one-file source's whole data section, when every tensor is
+                              * one of its tensors copied at its own offset (kept_section) */
+    uint64_t section_tensors; /* the source's tensor count */
+    uint64_t n_kept;         /* tensors copied at their own offset from section's source */
     size_t *kv_at;           /* where each entry starts in kv, so one can be deleted */
     size_t kv_at_cap;
     bool verify;             /* tm_writer_set_verify */
@@ -566,7 +571,7 @@ tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor 
     if (!f || !t || t->shard >= f->layout.n_shards)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
                         "tm_writer_tensor_copy: a file and one of its tensors are needed");
-    if (tm__tensor_is_remote(t)) {
+    if (tm__source_is_remote(&f->maps[t->shard])) {
         char q[96];
         tm__quote(q, sizeof q, t->name.ptr, t->name.len);
         return tm__fail(err, TM_UNSUPPORTED, t->info_offset,
@@ -586,9 +591,26 @@ tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor 
     if (st != TM_OK)
         return st;
     wtensor *wt = &w->tensors[w->n_tensors - 1];
+    const tm_layout *l = tm_shard_layout(f, t->shard);
     wt->src = &f->maps[t->shard];
-    wt->src_offset = tm_shard_layout(f, t->shard)->data_start + t->offset;
+    wt->src_offset = l->data_start + t->offset;
+    if (same_offset && f->layout.n_shards == 1) {
+        if (w->n_kept == 0)
+            w->section = (wtensor){(const uint8_t *)t->data - t->offset, 0, l->data_size, wt->src,
+                                   l->data_start};
+        w->section_tensors = l->n_tensors;
+        w->n_kept += w->section.src == wt->src;
+    }
     return TM_OK;
+}
+
+/* Every tensor is one of a one-file source's tensors, each once (check_whole refuses overlaps)
+ * and at its own offset: the data section is the source's, written whole, bytes between the
+ * tensors and after the last (ggml pads the last tensor to the alignment) included, so that an
+ * edit changes nothing it was not asked to change, the file's size included. */
+static bool kept_section(const tm_writer *w)
+{
+    return w->n_tensors > 0 && w->n_kept == w->n_tensors && w->n_kept == w->section_tensors;
 }
 
 tm_status tm_writer_new_from(const tm_file *f, tm_writer **out, tm_error *err)
@@ -684,41 +706,56 @@ static bool pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t at)
 #define COPY_CHUNK (64u << 20)
 
 /* The source file a tensor's bytes are copied from with copy_file_range (so that a filesystem
- * that can share extents does), while it is still the file that was mapped: same device,
+ * that can share extents does), while it is still the file that was opened: same device,
  * inode, size and modification time. Otherwise, or where the kernel cannot copy between the two
- * files, the mapping's bytes (what the reader saw) are written. */
+ * files, the bytes the reader saw are written: from the mapping, or read through a source that
+ * holds no view of them (a large file opened with TM_OPEN_NO_MMAP). */
 typedef struct source {
-    const tm__map *map; /* the mapping fd belongs to */
-    int fd;             /* -1: write from the mapping */
-    bool no_copy;       /* copy_file_range is not possible here: write from the mappings */
+    const tm__source *map; /* the source fd belongs to */
+    int fd;             /* -1: write what the reader sees */
+    bool no_copy;       /* copy_file_range is not possible here: write what the reader sees */
+    uint8_t *bounce;    /* READ_CHUNK bytes for reading through a source, once needed */
 } source;
 
-static int source_fd(source *s, const tm__map *m)
+/* Bytes read through a source per write. */
+#define READ_CHUNK (4u << 20)
+
+static int source_fd(source *s, const tm__source *m)
 {
     if (s->map == m || s->no_copy)
         return s->no_copy ? -1 : s->fd;
     if (s->fd >= 0)
         close(s->fd);
     s->map = m;
-    s->fd = -1;
-    if (!m || m->kind != TM__MAP_MMAP || !m->path)
-        return -1;
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == m->dev && sb.st_ino == m->ino &&
-        (uint64_t)sb.st_size == m->size && sb.st_mtim.tv_sec == m->mtime.tv_sec &&
-        sb.st_mtim.tv_nsec == m->mtime.tv_nsec)
-        s->fd = fd;
-    else if (fd >= 0)
-        close(fd);
+    s->fd = m ? tm__source_reopen(m) : -1;
     return s->fd;
 }
 
-/* Tensor i's bytes at file offset at, chunk by chunk, counting *done for the progress. */
-static tm_status write_tensor(const tm_writer *w, int fd, source *src, uint64_t i, uint64_t at,
-                              uint64_t *done, uint64_t total, const char *path, tm_error *err)
+/* n bytes of t from off, read through its source and written at file offset at + off; what
+ * names t in messages. */
+static tm_status write_through(int fd, source *src, const wtensor *t, const char *what,
+                               uint64_t off, uint64_t at, size_t n, const char *path,
+                               tm_error *err)
 {
-    const wtensor *t = &w->tensors[i];
+    if (!src->bounce && !(src->bounce = malloc(READ_CHUNK)))
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory copying %s", what);
+    tm_error inner = {0};
+    tm_status st = tm__source_read(t->src, t->src_offset + off, n, src->bounce, &inner);
+    if (st != TM_OK)
+        return tm__fail(err, st, inner.offset, "%s: reading %s from %s: %s", path, what,
+                        t->src->path, inner.message);
+    if (!pwrite_all(fd, src->bounce, n, at + off))
+        return tm__fail(err, TM_IO, at + off, "%s: writing %s at byte %llu: %s", path, what,
+                        (unsigned long long)(at + off), strerror(errno));
+    return TM_OK;
+}
+
+/* t's bytes at file offset at, chunk by chunk, counting *done for the progress; what names t
+ * in messages. */
+static tm_status write_tensor(const tm_writer *w, int fd, source *src, const wtensor *t,
+                              const char *what, uint64_t at, uint64_t *done, uint64_t total,
+                              const char *path, tm_error *err)
+{
     for (uint64_t off = 0; off < t->n_bytes;) {
         const size_t n = t->n_bytes - off < COPY_CHUNK ? (size_t)(t->n_bytes - off) : COPY_CHUNK;
         const int in = source_fd(src, t->src);
@@ -735,13 +772,18 @@ static tm_status write_tensor(const tm_writer *w, int fd, source *src, uint64_t 
             }
             if (k == 0)
                 errno = EIO; /* the source ends sooner than when it was mapped */
-        } else {
+        } else if (t->data) {
             k = pwrite_all(fd, (const uint8_t *)t->data + off, n, at + off) ? (ssize_t)n : -1;
+        } else {
+            tm_status st = write_through(fd, src, t, what, off, at,
+                                         n < READ_CHUNK ? n : READ_CHUNK, path, err);
+            if (st != TM_OK)
+                return st;
+            k = (ssize_t)(n < READ_CHUNK ? n : READ_CHUNK);
         }
         if (k <= 0)
-            return tm__fail(err, TM_IO, at + off, "%s: writing tensor %llu at byte %llu: %s",
-                            path, (unsigned long long)i, (unsigned long long)(at + off),
-                            strerror(errno));
+            return tm__fail(err, TM_IO, at + off, "%s: writing %s at byte %llu: %s", path, what,
+                            (unsigned long long)(at + off), strerror(errno));
         off += (uint64_t)k;
         *done += (uint64_t)k;
         if (w->progress)
@@ -750,19 +792,28 @@ static tm_status write_tensor(const tm_writer *w, int fd, source *src, uint64_t 
     return TM_OK;
 }
 
-static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_error *err)
+/* The 24 bytes the file opens with: magic, version, tensor count, entry count. */
+static void put_head(const tm_writer *w, uint8_t head[GGUF_HEAD_BYTES])
 {
-    uint8_t head[GGUF_HEAD_BYTES];
-    buf h = {head, 0, sizeof head};
+    buf h = {head, 0, GGUF_HEAD_BYTES};
     put_bytes(&h, "GGUF", 4);
     put_u32(&h, w->version);
     put_u64(&h, w->n_tensors);
     put_u64(&h, w->n_kv);
+}
+
+static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_error *err)
+{
+    uint8_t head[GGUF_HEAD_BYTES];
+    put_head(w, head);
 
     const uint64_t a = w->alignment;
     const uint64_t infos_end = tm_writer_header_bytes(w);
     const uint64_t data_start = (infos_end + a - 1) & ~(a - 1);
-    const uint64_t data_size = w->data_end > w->min_data_size ? w->data_end : w->min_data_size;
+    const bool whole = kept_section(w);
+    uint64_t data_size = w->data_end > w->min_data_size ? w->data_end : w->min_data_size;
+    if (whole && w->section.n_bytes > data_size)
+        data_size = w->section.n_bytes;
     uint64_t file_size;
     if (!tm__add_u64(data_start, data_size, &file_size) || file_size > (uint64_t)INT64_MAX)
         return tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "%s: a file of %llu + %llu bytes is too big",
@@ -780,17 +831,24 @@ static tm_status write_file(const tm_writer *w, int fd, const char *path, tm_err
     };
     if (!writev_all(fd, iov, 4))
         return tm__fail(err, TM_IO, 0, "%s: writing the header: %s", path, strerror(errno));
-    uint64_t total = 0, done = 0;
-    for (uint64_t i = 0; i < w->n_tensors; i++)
-        total += w->tensors[i].data ? w->tensors[i].n_bytes : 0;
-    source src = {NULL, -1, false};
+    uint64_t total = whole ? w->section.n_bytes : 0, done = 0;
+    for (uint64_t i = 0; !whole && i < w->n_tensors; i++)
+        total += w->tensors[i].data || w->tensors[i].src ? w->tensors[i].n_bytes : 0;
+    source src = {NULL, -1, false, NULL};
     tm_status st = TM_OK;
-    for (uint64_t i = 0; i < w->n_tensors && st == TM_OK; i++)
-        if (w->tensors[i].data)
-            st = write_tensor(w, fd, &src, i, data_start + w->tensors[i].offset, &done, total,
-                              path, err);
+    if (whole)
+        st = write_tensor(w, fd, &src, &w->section, "the data section", data_start, &done, total,
+                          path, err);
+    for (uint64_t i = 0; !whole && i < w->n_tensors && st == TM_OK; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "tensor %llu", (unsigned long long)i);
+        if (w->tensors[i].data || w->tensors[i].src)
+            st = write_tensor(w, fd, &src, &w->tensors[i], what, data_start + w->tensors[i].offset,
+                              &done, total, path, err);
+    }
     if (src.fd >= 0)
         close(src.fd);
+    free(src.bounce);
     if (st != TM_OK)
         return st;
     if (ftruncate(fd, (off_t)file_size) != 0)
@@ -910,23 +968,73 @@ static tm_status check_whole(const tm_writer *w, tm_error *err)
     return st;
 }
 
+/* A GGUF file is written by offset (tensors with pwrite, the size with ftruncate): an output
+ * that cannot seek (a FIFO, a pipe, a socket) would take the header and then fail with "Illegal
+ * seek", a partial file already sent. Refused before anything is written or, for a path, before
+ * it is opened (opening a FIFO waits for its reader). */
+static tm_status cannot_seek(const char *path, tm_error *err)
+{
+    return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "%s: cannot seek (a FIFO, pipe or socket), "
+                    "and a GGUF file is written by offset: write it to a file", path);
+}
+
+tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err)
+{
+    if (!w)
+        return no_writer(err, __func__);
+    if (!o)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_write_to: the output is "
+                        "NULL");
+    const char *path = tm__outfile_name(o);
+    tm_status st = check_whole(w, err);
+    if (st == TM_OK && lseek(tm_outfile_fd(o), 0, SEEK_CUR) < 0 && errno == ESPIPE)
+        st = cannot_seek(path, err);
+    /* A half-written file would open as a damaged model later: it stays a temporary file until
+     * the caller commits it, and whatever path named is untouched. */
+    if (st == TM_OK)
+        st = write_file(w, tm_outfile_fd(o), path, err);
+    /* read back before it replaces anything (a device or FIFO cannot be read back) */
+    if (st == TM_OK && w->verify && tm_outfile_temp_path(o))
+        st = verify_written(w, tm_outfile_temp_path(o), path, err);
+    return st;
+}
+
+tm_status tm_writer_header(const tm_writer *w, void *out, uint64_t size, tm_error *err)
+{
+    if (!w)
+        return no_writer(err, __func__);
+    const uint64_t n = tm_writer_header_bytes(w);
+    if (!out || size < n)
+        return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_header: the header is "
+                        "%llu bytes and the buffer %llu", (unsigned long long)n,
+                        (unsigned long long)(out ? size : 0));
+    tm_status st = check_whole(w, err);
+    if (st != TM_OK)
+        return st;
+    uint8_t *p = out;
+    put_head(w, p);
+    if (w->kv.len)
+        memcpy(p + GGUF_HEAD_BYTES, w->kv.p, w->kv.len);
+    if (w->info.len)
+        memcpy(p + GGUF_HEAD_BYTES + w->kv.len, w->info.p, w->info.len);
+    return TM_OK;
+}
+
 tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err)
 {
     if (!w)
         return no_writer(err, __func__);
     tm_status st;
     tm_outfile *o = NULL;
+    struct stat sb;
     if (!path) {
         st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_finish: the path is NULL");
     } else if ((st = check_whole(w, err)) != TM_OK) {
-        /* nothing written */
+        /* nothing written, nothing created */
+    } else if (stat(path, &sb) == 0 && (S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode))) {
+        st = cannot_seek(path, err);
     } else if ((st = tm_outfile_open(&o, path, err)) == TM_OK) {
-        /* A half-written file would open as a damaged model later: it stays a temporary file,
-         * removed on failure, and whatever path named is untouched. */
-        st = write_file(w, tm_outfile_fd(o), path, err);
-        /* read back before it replaces anything (a device or FIFO cannot be read back) */
-        if (st == TM_OK && w->verify && tm_outfile_temp_path(o))
-            st = verify_written(w, tm_outfile_temp_path(o), path, err);
+        st = tm_writer_write_to(w, o, err);
         if (st == TM_OK)
             st = tm_outfile_commit(o, err);
         else

@@ -7,8 +7,10 @@
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -177,4 +179,58 @@ uint64_t json_u64(const json_t *obj, const char *key)
     const json_t *v = json_object_get(obj, key);
     cr_assert(json_is_integer(v) && json_integer_value(v) >= 0, "no number '%s'", key);
     return (uint64_t)json_integer_value(v);
+}
+
+int tool_start(const tool_spawn *how, const char *const *argv)
+{
+    const char *tool = getenv("TM_TOOL"), *shim = getenv("TM_FAIL_SHIM");
+    cr_assert(tool && shim, "TM_TOOL and TM_FAIL_SHIM are not set (run the tests through make)");
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY), out = open("/dev/null", O_WRONLY);
+        int err = how->err_path ? open(how->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600)
+                                : open("/dev/null", O_WRONLY);
+        if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
+            dup2(err, 2) < 0 || (how->cwd && chdir(how->cwd) != 0))
+            _exit(127);
+        if (how->stop_at_path)
+            setenv("TM_STOP_AT_PATH", how->stop_at_path, 1);
+        for (int i = 0; how->shim_env && how->shim_env[i]; i++)
+            putenv(strdup(how->shim_env[i]));
+        if (how->stop_at_path || how->shim_env) {
+            char asan[512];
+            setenv("LD_PRELOAD", shim, 1);
+            /* the shim comes before a sanitizer runtime in the preload list */
+            snprintf(asan, sizeof asan, "%s:verify_asan_link_order=0",
+                     getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "");
+            setenv("ASAN_OPTIONS", asan, 1);
+        }
+        if (how->fsize_limit) {
+            struct rlimit lim = {how->fsize_limit, how->fsize_limit}, none = {0, 0};
+            signal(SIGXFSZ, SIG_DFL);
+            setrlimit(RLIMIT_CORE, &none);
+            setrlimit(RLIMIT_FSIZE, &lim);
+        }
+        char *args[64] = {NULL};
+        for (int i = 0; i < 63 && argv[i]; i++)
+            args[i] = strdup(argv[i]); /* execv wants char *; this is the child */
+        execv(tool, args);
+        _exit(127);
+    }
+    if (how->stop_at_path) {
+        int st;
+        cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+        cr_assert(WIFSTOPPED(st), "%s ended (status %#x) before it wrote a file holding \"%s\"",
+                  argv[1], st, how->stop_at_path);
+    }
+    return pid;
+}
+
+int tool_wait(int pid)
+{
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

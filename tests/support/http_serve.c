@@ -126,7 +126,8 @@ void clean_environment(void)
     static const char *const vars[] = {
         "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
         "no_proxy",   "NO_PROXY",    "HF_TOKEN",   "CURL_CA_BUNDLE", "SSL_CERT_FILE",
-        "SSL_CERT_DIR", "CURL_HOME", "TM_HTTP_CHUNK", "TM_HTTP_HEAD_LIMIT", "LD_PRELOAD"};
+        "SSL_CERT_DIR", "CURL_HOME", "TM_HTTP_CHUNK", "TM_HTTP_HEAD_LIMIT", "TM_HTTP_TIMEOUT",
+        "HF_ENDPOINT", "LD_PRELOAD"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     /* no curlrc either: libcurl does not read one, but say where HOME is */
@@ -178,4 +179,61 @@ void server_traffic_since(const server *s, size_t mark, uint64_t *bytes, uint64_
         json_decref(j);
     }
     free(text);
+}
+
+json_t *server_log_since(const server *s, size_t mark)
+{
+    server_quiet(s);
+    json_t *all = json_array();
+    struct stat st;
+    if (stat(s->log, &st) != 0)
+        return all;
+    size_t len;
+    char *text = read_all(s->log, &len);
+    cr_assert_leq(mark, len);
+    char *save = NULL;
+    for (char *line = strtok_r(text + mark, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        json_error_t e;
+        json_t *j = json_loads(line, 0, &e);
+        cr_assert_not_null(j, "a log line is not JSON (%s): %s", e.text, line);
+        json_array_append_new(all, j);
+    }
+    free(text);
+    return all;
+}
+
+char *server_make_cert(char cert[256], char key[256])
+{
+    if (system("command -v openssl >/dev/null 2>&1") != 0)
+        return why("the openssl command is missing (as root: apt-get install openssl); an "
+                   "HTTPS test needs it to make a certificate");
+    snprintf(cert, 256, "%s", test_path("cert.pem"));
+    snprintf(key, 256, "%s", test_path("key.pem"));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout '%s' -out '%s' -days 2 "
+             "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>&1",
+             key, cert);
+    int st;
+    char *out = shell_output(cmd, &st);
+    char *failed = st == 0 ? NULL : why("openssl failed: %s", out);
+    free(out);
+    return failed;
+}
+
+void server_put_golden(const char *root, const char *golden, const char *name)
+{
+    const char *corpus = getenv("TM_CORPUS");
+    cr_assert_not_null(corpus, "TM_CORPUS is not set (run the tests through make)");
+    char from[512], to[512];
+    snprintf(from, sizeof from, "%s/golden/%s", corpus, golden);
+    snprintf(to, sizeof to, "%s/%s", root, name);
+    size_t n;
+    char *bytes = read_all(from, &n);
+    FILE *f = fopen(to, "wb");
+    cr_assert_not_null(f, "%s", to);
+    cr_assert_eq(fwrite(bytes, 1, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+    free(bytes);
 }

@@ -3,6 +3,7 @@
 #ifndef TM_TEST_HTTP_SERVE_H
 #define TM_TEST_HTTP_SERVE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,8 +22,19 @@ typedef struct server {
 char *server_try_start(server *s, const char *root, const char *name, const char *cert,
                        const char *key);
 void server_stop(server *s);
+/* Where s's log ends once no request is in progress (a request a client gave up on may still
+ * be writing): the requests of the next command start there. */
+size_t server_log_mark(const server *s);
+/* The requests s logged since mark, as an array of objects (see http_server.py). */
+json_t *server_log_since(const server *s, size_t mark);
+/* A copy of the corpus file golden/GOLDEN at ROOT/NAME, for a server on root to serve (the
+ * corpus itself is never served). */
+void server_put_golden(const char *root, const char *golden, const char *name);
+/* A self-signed certificate for 127.0.0.1 and localhost, made in the test's directory into
+ * cert and key (paths). NULL when made, else why not (malloc'ed). */
+char *server_make_cert(char cert[256], char key[256]);
 /* What the server sees must not be mixed with the outside: unset the proxy variables, HF_TOKEN,
- * CURL_CA_BUNDLE, TM_HTTP_*, LD_PRELOAD; HOME becomes the test's directory. */
+ * HF_ENDPOINT, CURL_CA_BUNDLE, TM_HTTP_*, LD_PRELOAD; HOME becomes the test's directory. */
 void clean_environment(void);
 void sleep_ms(long ms);
 

@@ -5,10 +5,13 @@ standard library only, started and stopped by the tests.
     http_server.py --root DIR --port-file F [--log F] [--tls CERT KEY]
 
 Listens on 127.0.0.1 on a port the kernel chooses, and writes that port to F (whole, by a
-rename) once listening. With --tls it speaks HTTPS with CERT and KEY. Every request appends a
-JSON line to the log: method, path, host, range, authorization (or null), status and the body
-bytes actually written (a client that hangs up part-way is logged with what reached the socket
-until then). SIGTERM stops it, and so does the death of the process that started it.
+rename) once listening. With --tls it speaks HTTPS with CERT and KEY, and plain HTTP on the same
+port to a client that does not start a TLS handshake (so that a redirect from https:// to
+http:// on one host and port can be followed). Every request appends a JSON line to the log:
+method, path, host, range, authorization (or null), tls (whether it came over TLS), status, the
+body bytes actually written (a client that hangs up part-way is logged with what reached the
+socket until then), and start and end (seconds on the server's monotonic clock). SIGTERM stops it, and so does the death of the process that started
+it.
 
 Routes (NAME may hold slashes; no component may be "." or ".."):
   /files/NAME          ROOT/NAME with Range: bytes=a-b, a-, -n -> 206 and Content-Range;
@@ -17,6 +20,8 @@ Routes (NAME may hold slashes; no component may be "." or ".."):
   /norange/NAME        the same file, Range ignored: always 200 and the whole body
   /redirect/NAME       302 to /files/NAME
   /redirect-host/NAME  302 to /files/NAME on the other loopback name (localhost <-> 127.0.0.1)
+  /redirect-plain/NAME 302 to http:// (plain, whatever the request came over) on the same host
+                       and port, /files/NAME
   /OWNER/REPO/resolve/REV/FILE
                        302 to /cdn/OWNER/REPO/REV/FILE, as the Hugging Face Hub redirects to
                        its CDN; a REPO starting "private" wants "Authorization: Bearer TOKEN"
@@ -27,6 +32,15 @@ Routes (NAME may hold slashes; no component may be "." or ".."):
                        ROOT/hf/OWNER/REPO/REV/FILE, served as /files/ serves
   /flaky/NAME          503 the first time NAME is asked for, then as /files/
   /swap/NAME           ROOT/NAME the first time, ROOT/NAME.swapped every later time
+  /short-total/NAME    as /files/, but every Content-Range claims a total 1000 bytes short of
+                       the file's size, even for bytes past it
+  /long-header/NAME    as /files/, with a 200,000-byte header line
+  /drip/NAME           as /files/ for a range from byte 0; any other range is answered, after
+                       50 ms, with its first byte only (a valid 206 for bytes a-a)
+  /trickle/NAME        as /files/, the body sent at about 1,100 bytes a second (just above
+                       libcurl's stall rate)
+  /silent/NAME         reads the request and answers nothing until the client hangs up
+  /delay/NAME          as /files/, each answer begun after 200 ms (requests at once overlap)
   /_quiet              (not logged) answers once no other request is in progress, so that a
                        test reads a complete log
   anything else        404
@@ -37,12 +51,14 @@ import email.utils
 import http.server
 import json
 import os
+import select
 import signal
 import socket
 import socketserver
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 
 PIECE = 64 * 1024
@@ -106,6 +122,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.small(200 if done else 503, b"quiet\n" if done else b"busy\n", body)
             return
         state.enter()
+        start = time.monotonic()
         record = None
         try:
             self.route(path, body)
@@ -118,8 +135,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "host": self.headers.get("Host"),
                 "range": self.headers.get("Range"),
                 "authorization": self.headers.get("Authorization"),
+                "tls": isinstance(self.connection, ssl.SSLSocket),
                 "status": self.status,
                 "bytes": self.sent,
+                "start": start,
+                "end": time.monotonic(),
             }
             state.leave(record)
 
@@ -163,6 +183,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.serve(os.path.join(state.root, name), body, ranges=False)
         if head == "redirect" and rest:
             return self.redirect("/files/" + quote(name), body)
+        if head == "redirect-plain" and rest:
+            return self.redirect("http://%s/files/%s" % (self.headers.get("Host"), quote(name)),
+                                 body)
         if head == "redirect-host" and rest:
             other, port = self.other_host()
             scheme = "https" if self.server.tls else "http"
@@ -174,6 +197,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if head == "swap" and rest:
             suffix = "" if state.count("swap", name) == 1 else ".swapped"
             return self.serve(os.path.join(state.root, name + suffix), body, ranges=True)
+        if head == "short-total" and rest:
+            return self.serve(os.path.join(state.root, name), body, ranges=True, short_total=1000)
+        if head == "long-header" and rest:
+            return self.serve(os.path.join(state.root, name), body, ranges=True,
+                              extra_headers=[("X-Padding", "a" * 200000)])
+        if head == "drip" and rest:
+            return self.serve(os.path.join(state.root, name), body, ranges=True, drip=True)
+        if head == "trickle" and rest:
+            return self.serve(os.path.join(state.root, name), body, ranges=True, rate=1100)
+        if head == "delay" and rest:
+            threading.Event().wait(0.2)
+            return self.serve(os.path.join(state.root, name), body, ranges=True)
+        if head == "silent" and rest:
+            return self.wait_for_hangup()
         if head == "cdn" and len(rest) >= 4:
             return self.serve(os.path.join(state.root, "hf", *rest), body, ranges=True)
         if len(parts) >= 5 and parts[2] == "resolve":
@@ -204,7 +241,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").rpartition(":")[0]
         return ("localhost" if host == "127.0.0.1" else "127.0.0.1", self.server.server_address[1])
 
-    def serve(self, path, body, ranges):
+    def wait_for_hangup(self):
+        self.close_connection = True
+        sock = self.connection
+        while True:
+            readable, _, _ = select.select([sock], [], [], 0.1)
+            if readable and not sock.recv(1, socket.MSG_PEEK):
+                return
+
+    def serve(self, path, body, ranges, short_total=0, extra_headers=(), drip=False, rate=0):
         try:
             f = open(path, "rb")
         except OSError:
@@ -218,7 +263,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 ("ETag", '"%x-%x-%x"' % (size, st.st_mtime_ns, st.st_ino)),
                 ("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True)),
                 ("Content-Type", "application/octet-stream"),
-            ]
+            ] + list(extra_headers)
             if ranges:
                 common.append(("Accept-Ranges", "bytes"))
             want = parse_range(self.headers.get("Range"), size) if ranges else None
@@ -230,21 +275,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 first, last, status, extra = 0, size - 1, 200, []
             else:
                 first, last = want
+                if drip and first != 0:
+                    last = first
+                    threading.Event().wait(0.05)
                 status = 206
-                extra = [("Content-Range", "bytes %d-%d/%d" % (first, last, size))]
+                extra = [("Content-Range", "bytes %d-%d/%d" % (first, last, size - short_total))]
             length = last - first + 1
             self.begin(status, common + extra + [("Content-Length", str(length))])
             if not body:
                 return
             f.seek(first)
             left = length
+            piece = rate // 10 if rate else PIECE  # at a rate: a tenth of it every 0.1 s
             while left > 0:
-                data = f.read(min(PIECE, left))
+                data = f.read(min(piece, left))
                 if not data:  # the file shrank under us: the connection cannot go on
                     self.close_connection = True
                     return
                 self.write(data)
+                self.wfile.flush()
                 left -= len(data)
+                if rate:
+                    threading.Event().wait(0.1)
 
 
 def quote(s, safe="/"):
@@ -287,10 +339,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
 
     def finish_request(self, request, client_address):
-        # the TLS handshake happens here, on the request's own thread
+        # the TLS handshake happens here, on the request's own thread; a connection that does
+        # not open with a TLS record (0x16, a handshake) is served as plain HTTP
         if self.tls is not None:
             try:
-                request = self.tls.wrap_socket(request, server_side=True)
+                if request.recv(1, socket.MSG_PEEK) == b"\x16":
+                    request = self.tls.wrap_socket(request, server_side=True)
             except (ssl.SSLError, OSError):
                 return  # e.g. a client that refused the certificate
         super().finish_request(request, client_address)

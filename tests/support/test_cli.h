@@ -26,6 +26,21 @@ void tool_result_free(tool_result *r);
 /* Run with the arguments, expect exit status `status`, and parse stdout as JSON. */
 json_t *tool_json(int status, const char *arg, ...) __attribute__((sentinel));
 
+/* Start the tool without waiting for it (argv[0] is the program name; stdin and stdout are
+ * /dev/null, stderr goes to err_path or /dev/null), with, as asked: cwd, the shim
+ * tests/shim/fail_io.c stopping it (SIGSTOP) before its first write to a file whose path holds
+ * stop_at_path (tool_start then waits until it has stopped), RLIMIT_FSIZE at fsize_limit with
+ * SIGXFSZ at its default action and no core dump, or the shim loaded with the settings in
+ * shim_env ("TM_CRASH_AT=3", "TM_IO_LOG=PATH": a NULL-terminated list). Returns the pid. */
+typedef struct tool_spawn {
+    const char *cwd, *err_path, *stop_at_path;
+    unsigned long long fsize_limit;
+    const char *const *shim_env;
+} tool_spawn;
+int tool_start(const tool_spawn *how, const char *const *argv);
+/* Wait for a started tool: its exit code, or 128 + the signal that ended it. */
+int tool_wait(int pid);
+
 /* A fresh directory for this test, and a path inside it (static storage, 8 slots in turn). */
 const char *test_dir(void);
 const char *test_path(const char *name);

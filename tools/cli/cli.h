@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
 
 /* ---- every file: exit codes, the command ------------------------------------------------- */
@@ -244,8 +245,6 @@ void cli_sigbus_watch(const char *name);
 /* After the open succeeds: the file's mapping, so that a SIGBUS inside it names this file
  * even when the command holds several. */
 void cli_sigbus_mapped(const tm_file *f);
-/* The temporary file to remove if a SIGBUS ends the process (NULL: none). */
-void cli_sigbus_output(const char *temp_path);
 
 /* ---- tools/cli/output.c ------------------------------------------------------------------ */
 
@@ -266,6 +265,68 @@ const char *cli_output_name(const cli_output *o);
 /* rc CLI_OK: flush and put the file in place (CLI_FAIL with a message if that fails); else
  * remove the temporary file. Frees o; returns the final exit code. */
 int cli_output_close(cli_output *o, int rc);
+/* What a command checks of the file it wrote before it replaces anything: written is the
+ * temporary file (NULL for a device, which cannot be read back). TM_OK puts it in place;
+ * anything else, with err saying why, removes it. */
+typedef tm_status (*cli_output_check)(void *ctx, const char *written, tm_error *err);
+/* The file a GGUF writer describes, written to path as cli_output_open writes a stream (the
+ * temporary file guarded against signals), read back, checked by check (when not NULL), and put
+ * in place. Frees w. The error names what failed; on failure path holds what it held before. */
+tm_status cli_output_model(tm_writer *w, const char *path, cli_output_check check, void *ctx,
+                           tm_error *err);
+/* tm_st_writer_begin and tm_st_writer_finish (which frees w), the temporary file guarded in
+ * between; on a failure after begin, tm_st_writer_free(w) and cli_signal_forget(*guard). */
+tm_status cli_output_st_begin(tm_st_writer *w, const char *path, int *guard, tm_error *err);
+tm_status cli_output_st_finish(tm_st_writer *w, int guard, tm_error *err);
+/* tools/cli/sigbus.c: a file of ours (a temporary file being written) that a signal ending the
+ * process removes first; returns the slot to pass to cli_signal_forget once the file is no
+ * longer ours to remove (renamed into place, or removed), or -1 (out of memory: not guarded).
+ * The first call installs the handlers. */
+int cli_signal_guard(const char *path);
+void cli_signal_forget(int slot);
+/* Hold the terminating signals (they wait, and arrive at the release) across a step that must
+ * not be cut between creating a file and guarding it, or between renaming files of a set. */
+void cli_signals_hold(sigset_t *saved);
+void cli_signals_release(const sigset_t *saved);
+/* Whether a terminating signal is waiting (held) to be delivered. */
+bool cli_signal_pending(void);
+
+/* tools/cli/output_set.c: files that are one output (shards and their index, a split set),
+ * put in place together. _new: the set's files go in dir and are named STEM-NNNNN-of-NNNNN
+ * SUFFIX (its index, if any, apart). _replaces: a file named so that the output being replaced
+ * holds (its old index names it): removed once the new set is in place, if it is not one of the
+ * new files. _add: a file of the set, final path path (checked by cli_output_allowed); returns
+ * the name to write it under now (hidden, beside it; guarded against signals), NULL after a
+ * message. _ready: false, with a message, when dir holds a file named as the set's that is
+ * neither one of them nor of the output replaced (call it after the last _add, before writing).
+ * _finish: rc CLI_OK renames every file into place, entry (one of the paths added, or NULL)
+ * last, then removes the replaced output's other files; otherwise removes what was written.
+ * Frees s; returns the exit code. */
+typedef struct cli_output_set cli_output_set;
+cli_output_set *cli_output_set_new(const char *dir, const char *stem, const char *suffix);
+void cli_output_set_replaces(cli_output_set *s, const char *name);
+const char *cli_output_set_add(cli_output_set *s, const char *path);
+bool cli_output_set_ready(const cli_output_set *s);
+int cli_output_set_finish(cli_output_set *s, int rc, const char *entry);
+
+/* tools/cli/in_place.c: a local file changed in place (edit without -o). _begin locks it
+ * (flock, exclusive, without waiting) before it is read: NULL, with a message, when another
+ * process holds the lock, or the path is not a local regular file. _still says whether the path
+ * still names the file locked (err says why not); cli_in_place_check is the same as a
+ * cli_output_check, so the rename replaces only that file. _end releases the lock. */
+typedef struct cli_in_place cli_in_place;
+cli_in_place *cli_in_place_begin(const char *path);
+bool cli_in_place_still(const cli_in_place *ip, tm_error *err);
+tm_status cli_in_place_check(void *ctx, const char *written, tm_error *err);
+void cli_in_place_end(cli_in_place *ip);
+/* A header that keeps its size (tm_writer_header_bytes(w) == the file's infos_end), written
+ * over the file's own: only the bytes that differ, [*at, *at + *n), under a rollback journal
+ * beside the file (see in_place.c). Frees w. On failure the file is as it was; err says why. */
+tm_status cli_in_place_patch(cli_in_place *ip, tm_writer *w, uint64_t *at, uint64_t *n,
+                             tm_error *err);
+/* Called by cli_open for every path: a journal left beside the file by an in-place edit that
+ * died is replayed (the old bytes put back), unless a running edit holds the file's lock. */
+void cli_in_place_recover(const char *path);
 
 /* ---- tools/cli/ollama.c ------------------------------------------------------------------ */
 
@@ -303,6 +364,9 @@ uint64_t cli_cut_tensors(const tm_file *f);
  * message". */
 tm_status cli_model_writer(const tm_file *f, tm_writer **w, tm_error *err);
 int cli_model_finish(tm_writer *w, tm_status st, tm_error *err, const char *path);
+/* The same, with a check run on the file written before it replaces path (cli_output_model). */
+int cli_model_finish_checked(tm_writer *w, tm_status st, tm_error *err, const char *path,
+                             cli_output_check check, void *ctx);
 /* A split set's own keys (split.*, and the older general.split*), which are never the
  * model's metadata: split writes its own, merge leaves them out. */
 bool cli_split_key(tm_str key);

@@ -28,7 +28,7 @@ const cli_command *const cli_commands[] = {
 
 const cli_global_option cli_global_options[] = {
     {"--no-mmap", NULL, true, TM_OPEN_NO_MMAP,
-     "read the file into memory instead of mapping it (a file that may change while it is read)"},
+     "read the file instead of mapping it (a file that may change while it is read)"},
     {"--all-shards", NULL, true, TM_OPEN_ALL_SHARDS,
      "open a sharded safetensors checkpoint or split GGUF set whole through any one shard"},
     {"--one-shard", NULL, true, TM_OPEN_ONE_SHARD,

@@ -157,13 +157,18 @@ void cli_man(FILE *out)
     static const char *const env[][2] = {
         {"OLLAMA_MODELS", "the Ollama store for ollama:NAME[:TAG]"},
         {"HF_ENDPOINT", "where hf:OWNER/REPO/FILE is fetched from (default https://huggingface.co)"},
-        {"HF_TOKEN", "sent as \"Authorization: Bearer\" to HF_ENDPOINT's host, for a private "
-                     "repository"},
+        {"HF_TOKEN", "sent as \"Authorization: Bearer\" to HF_ENDPOINT's scheme, host and port "
+                     "(never over plain http for an https endpoint), for a private repository"},
         {"CURL_CA_BUNDLE", "a CA certificate file to verify https:// servers with, instead of the "
                            "system's"},
         {"TM_HTTP_CHUNK", "the first range fetched of a remote file, and each further step of "
                           "its header walk (default 2M: bytes, or with a K, M or G suffix)"},
-        {"TM_HTTP_HEAD_LIMIT", "the most header bytes read from a remote file (default 256M)"},
+        {"TM_HTTP_HEAD_LIMIT", "the most header bytes read from a remote model, all its files "
+                               "together (default 256M)"},
+        {"TM_HTTP_TIMEOUT", "seconds each step of a remote read may take, retries included "
+                            "(default 120; 0: no deadline)"},
+        {"TM_READ_WHOLE_LIMIT", "with --no-mmap, files up to this size are read whole, larger "
+                                "ones as needed (default 64M)"},
         {"TM_STREAM_LIMIT", "the most bytes read from a stream such as standard input (default "
                             "64G)"},
         {"TM_PROGRESS_AFTER_MS", "how long a command runs before its progress line appears on a "

@@ -62,11 +62,17 @@ tm_status cli_model_writer(const tm_file *f, tm_writer **w, tm_error *err)
 
 int cli_model_finish(tm_writer *w, tm_status st, tm_error *err, const char *path)
 {
+    return cli_model_finish_checked(w, st, err, path, NULL, NULL);
+}
+
+int cli_model_finish_checked(tm_writer *w, tm_status st, tm_error *err, const char *path,
+                             cli_output_check check, void *ctx)
+{
     progress p = {path, now(), 0, false, isatty(STDERR_FILENO) == 1};
     if (st == TM_OK)
         st = tm_writer_set_progress(w, progress_update, &p, err);
     if (st == TM_OK)
-        st = tm_writer_finish(w, path, err);
+        st = cli_output_model(w, path, check, ctx, err);
     else
         tm_writer_free(w);
     if (p.shown)

@@ -78,6 +78,7 @@ tm_file *cli_open_quiet(const char *arg, unsigned extra_flags, tm_error *err, bo
         path = resolved;
     }
     tm_file *f = NULL;
+    cli_in_place_recover(path); /* an in-place edit that died is undone before it is read */
     cli_sigbus_watch(arg); /* before tm_open: the header walk reads the mapping too */
     if (tm_open(path, flags, &f, err) != TM_OK) {
         f = NULL;

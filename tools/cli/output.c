@@ -1,14 +1,16 @@
-/* Every file the tool writes goes through here. A new command that writes anything (a file, a
- * directory of files, or a path handed to tm_writer_finish) must use cli_output_open/close or,
- * for a path the library writes, cli_output_allowed: nothing else may fopen a path for writing.
+/* Every file the tool writes goes through here. A new command that writes anything must use
+ * cli_output_open/close (a stream), cli_output_model (a GGUF writer) or cli_output_st_begin/
+ * finish (a safetensors writer), after cli_output_allowed: nothing else may fopen a path for
+ * writing or hand one to the library's writers.
  *
  * What it guarantees:
  * - "-" is standard output; a character device or FIFO is written directly. Neither is ever
  *   truncated or removed, whatever happens.
  * - A regular file is written as a temporary file beside it and renamed into place only when
  *   everything succeeded (tm_outfile): a failed or interrupted write leaves the old file, or
- *   nothing, exactly as it was. A SIGBUS while writing (an input cut under its mapping) removes
- *   the temporary file before the process exits (cli_sigbus.c).
+ *   nothing, exactly as it was. A signal that ends the process while it writes (SIGINT, SIGTERM,
+ *   SIGHUP, ..., a SIGBUS from an input cut under its mapping) removes the temporary file
+ *   first, and a file-size limit (SIGXFSZ) fails the write and takes the error path (sigbus.c).
  * - An output that is the same file as an input (device and inode, so through hard links and
  *   symlinks, for every shard of every file opened by cli_open) is refused with a message. */
 #include "cli.h"
@@ -23,6 +25,7 @@ struct cli_output {
     FILE *stream;
     tm_outfile *file; /* NULL for standard output */
     const char *name;
+    int guard;        /* cli_signal_guard's slot for the temporary file */
 };
 
 /* The inputs of this run, as (device, inode). A command reads a few files. */
@@ -76,6 +79,18 @@ bool cli_output_allowed(const char *path)
     return true;
 }
 
+/* tm_outfile_open, its temporary file guarded from the moment it exists (the signals wait
+ * until it is). */
+static tm_status open_guarded(tm_outfile **o, const char *path, int *guard, tm_error *err)
+{
+    sigset_t saved;
+    cli_signals_hold(&saved);
+    tm_status st = tm_outfile_open(o, path, err);
+    *guard = st == TM_OK ? cli_signal_guard(tm_outfile_temp_path(*o)) : -1;
+    cli_signals_release(&saved);
+    return st;
+}
+
 cli_output *cli_output_open(const char *path)
 {
     cli_output *o = calloc(1, sizeof *o);
@@ -95,7 +110,7 @@ cli_output *cli_output_open(const char *path)
         free(o);
         return NULL;
     }
-    if (tm_outfile_open(&o->file, path, &err) != TM_OK) {
+    if (open_guarded(&o->file, path, &o->guard, &err) != TM_OK) {
         cli_errorf("%s", err.message);
         free(o);
         return NULL;
@@ -106,10 +121,10 @@ cli_output *cli_output_open(const char *path)
         if (fd >= 0)
             close(fd);
         tm_outfile_abort(o->file);
+        cli_signal_forget(o->guard);
         free(o);
         return NULL;
     }
-    cli_sigbus_output(tm_outfile_temp_path(o->file));
     return o;
 }
 
@@ -134,7 +149,54 @@ int cli_output_close(cli_output *o, int rc)
         cli_errorf("%s", err.message);
         rc = CLI_FAIL;
     }
-    cli_sigbus_output(NULL);
+    cli_signal_forget(o->guard);
     free(o);
     return rc;
+}
+
+tm_status cli_output_model(tm_writer *w, const char *path, cli_output_check check, void *ctx,
+                           tm_error *err)
+{
+    tm_outfile *o = NULL;
+    int guard = -1;
+    struct stat sb;
+    tm_status st = TM_OK;
+    if (stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode)) {
+        /* refused before the open, which would wait for a reader (tm_writer_write_to says
+         * why: a GGUF file is written by offset) */
+        err->code = st = TM_INVALID_ARG;
+        err->offset = TM_NO_OFFSET;
+        snprintf(err->message, sizeof err->message, "a FIFO cannot seek, and a GGUF file is "
+                 "written by offset: write it to a file");
+    }
+    if (st == TM_OK)
+        st = open_guarded(&o, path, &guard, err);
+    if (st == TM_OK)
+        st = tm_writer_write_to(w, o, err);
+    tm_writer_free(w);
+    if (st == TM_OK && check)
+        st = check(ctx, tm_outfile_temp_path(o), err);
+    if (st == TM_OK)
+        st = tm_outfile_commit(o, err);
+    else
+        tm_outfile_abort(o);
+    cli_signal_forget(guard);
+    return st;
+}
+
+tm_status cli_output_st_begin(tm_st_writer *w, const char *path, int *guard, tm_error *err)
+{
+    sigset_t saved;
+    cli_signals_hold(&saved);
+    tm_status st = tm_st_writer_begin(w, path, err);
+    *guard = cli_signal_guard(tm_st_writer_temp_path(w));
+    cli_signals_release(&saved);
+    return st;
+}
+
+tm_status cli_output_st_finish(tm_st_writer *w, int guard, tm_error *err)
+{
+    tm_status st = tm_st_writer_finish(w, err);
+    cli_signal_forget(guard);
+    return st;
 }

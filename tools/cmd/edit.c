@@ -2,10 +2,13 @@
  * data. The library writes the new file (metadata copied or set, tensors referenced at their
  * offsets and copied from the source file) to a temporary file beside the destination, reads it
  * back, and only then renames it into place: the source is never written, and an in-place edit
- * that fails at any step leaves the original byte for byte as it was. */
+ * that fails at any step leaves the original byte for byte as it was. An in-place edit is
+ * locked against another (cli/in_place.c), and one whose header keeps its size writes only the
+ * bytes that change, over the old ones, under a rollback journal (cli_in_place_patch). */
 #include "../cli/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -13,16 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char help[] =
     "usage: tensormap edit FILE [-o OUT] [--set KEY=VALUE]... [--set KEY:TYPE=VALUE]...\n"
     "                      [--set-file KEY=PATH]... [--delete KEY]... [--rename-tensor OLD=NEW]...\n"
     "\n"
     "Change the metadata of the GGUF file FILE (one shard of a split set alone). Tensor bytes are\n"
-    "never changed. Without -o the file is edited in place; either way the new file is written to\n"
-    "a temporary file in the destination's directory, synced, read back, and renamed into place,\n"
-    "so a failure at any point (a full disk, a file-size limit, a kill) leaves FILE as it was.\n"
+    "never changed. Without -o the file is edited in place. When the header keeps its size, only\n"
+    "the bytes of it that change are written, where they lie, under a journal beside the file\n"
+    "(.FILE.tm-journal) that the next tensormap command to open FILE rolls back if the edit was\n"
+    "cut short. Otherwise (and with -o) the new file is written to a temporary file in the\n"
+    "destination's directory, synced, read back, and renamed into place. Either way a failure at\n"
+    "any point (a full disk, a file-size limit, a kill) leaves FILE as it was.\n"
     "When the new header fits before the data section, every tensor stays at its byte in the file.\n"
+    "An in-place edit locks FILE (flock) while it runs: a second edit of the same file fails at\n"
+    "once, and a FILE that another program replaces meanwhile is not written over.\n"
     "\n"
     "  -o, --output OUT        write OUT and leave FILE untouched (OUT may not be FILE)\n"
     "  --set KEY=VALUE         an existing key keeps its type: VALUE is read as that type\n"
@@ -253,24 +262,30 @@ static tm_status add_array(tm_writer *w, const char *key, tm_vtype elem, const c
     return st;
 }
 
-/* A string value from a file, bounded as the format bounds strings. NULL after a message. */
+/* A string value from a file, bounded as the format bounds strings. NULL after a message.
+ * Only a regular file: a FIFO or a device could block the edit forever or never end (the open
+ * does not wait for a FIFO's writer, and the file type is checked before anything is read). */
 static char *read_text(const char *key, const char *path, size_t *len)
 {
-    FILE *in = fopen(path, "rb");
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *in = fd >= 0 ? fdopen(fd, "rb") : NULL;
     char *buf = NULL;
     struct stat sb;
-    if (!in || fstat(fileno(in), &sb) != 0 || !S_ISREG(sb.st_mode) ||
+    if (!in || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
         (uint64_t)sb.st_size > TM_MAX_STRING_LEN) {
         cli_errorf("edit: --set-file %s: %s: %s", key, path,
                    !in ? strerror(errno) : "not a regular file of at most 64 MiB");
-    } else if ((buf = malloc((size_t)sb.st_size + 1)) &&
-               (*len = fread(buf, 1, (size_t)sb.st_size, in)) != (size_t)sb.st_size) {
+    } else if (!(buf = malloc((size_t)sb.st_size + 1))) {
+        cli_errorf("edit: --set-file %s: %s: out of memory", key, path);
+    } else if ((*len = fread(buf, 1, (size_t)sb.st_size, in)) != (size_t)sb.st_size) {
         cli_errorf("edit: --set-file %s: %s: read failed", key, path);
         free(buf);
         buf = NULL;
     }
     if (in)
         fclose(in);
+    else if (fd >= 0)
+        close(fd);
     return buf;
 }
 
@@ -395,9 +410,17 @@ static bool read_only(const char *path)
 
 static int edit(const char *arg, const char *out, op *ops, size_t n)
 {
-    tm_file *f = cli_open(arg, TM_OPEN_ONE_SHARD);
-    if (!f)
+    /* in place: locked before it is read, replaced only while it is still the file read */
+    cli_in_place *ip = out == arg ? cli_in_place_begin(arg) : NULL;
+    tm_file *f = out != arg || ip ? cli_open(arg, TM_OPEN_ONE_SHARD) : NULL;
+    tm_error err = {0};
+    if (!f || (ip && !cli_in_place_still(ip, &err))) {
+        if (err.code != TM_OK)
+            cli_report(arg, &err);
+        tm_close(f);
+        cli_in_place_end(ip);
         return CLI_FAIL;
+    }
     const tm_layout *l = tm_file_layout(f);
     int rc = CLI_USAGE;
     if (l->format != TM_FORMAT_GGUF) {
@@ -411,7 +434,6 @@ static int edit(const char *arg, const char *out, op *ops, size_t n)
         rc = CLI_FAIL;
     } else if (check_ops(f, arg, ops, n)) {
         tm_writer *w = NULL;
-        tm_error err = {0};
         bool bad = false;
         tm_status st = cli_model_writer(f, &w, &err);
         if (st == TM_OK)
@@ -419,9 +441,22 @@ static int edit(const char *arg, const char *out, op *ops, size_t n)
         const uint64_t header = tm_writer_header_bytes(w);
         uint64_t start = 0;
         cli_align_up(header, l->alignment, &start);
+        uint64_t at = 0, n_changed = 0;
         if (bad) {
             tm_writer_free(w);
-        } else if ((rc = cli_model_finish(w, st, &err, out)) == CLI_OK) {
+        } else if (ip && st == TM_OK && header == l->infos_end) {
+            /* the same size: the changed bytes are written over the old ones, not a new file */
+            rc = cli_in_place_patch(ip, w, &at, &n_changed, &err) == TM_OK ? CLI_OK : CLI_FAIL;
+            if (rc != CLI_OK)
+                cli_report(arg, &err);
+            else if (n_changed == 0)
+                printf("%s: the file holds these values already: nothing was written\n", arg);
+            else
+                printf("%s: header %" PRIu64 " bytes, as before: %" PRIu64 " byte%s at byte %" PRIu64
+                       " rewritten in place; every tensor byte stays where it was\n", arg, header,
+                       n_changed, n_changed == 1 ? "" : "s", at);
+        } else if ((rc = cli_model_finish_checked(w, st, &err, out,
+                                                  ip ? cli_in_place_check : NULL, ip)) == CLI_OK) {
             printf("%s: header %" PRIu64 " -> %" PRIu64 " bytes; ", out, l->infos_end, header);
             if (start == l->data_start)
                 printf("it fits before the data: every tensor byte stays where it was\n");
@@ -431,6 +466,7 @@ static int edit(const char *arg, const char *out, op *ops, size_t n)
         }
     }
     tm_close(f);
+    cli_in_place_end(ip);
     return rc;
 }
 

@@ -22,8 +22,8 @@ static const char help[] =
     "stored in the chosen dtype, its shape in PyTorch's order (slowest first, GGUF's ne\n"
     "reversed). The header's __metadata__ holds {\"format\": \"pt\"} and the file's general.*\n"
     "strings. OUT appears only once it is complete; an existing OUT is replaced then, and left\n"
-    "as it was if the export fails. OUT may not be the model itself. Progress goes to stderr\n"
-    "when it is a terminal.\n"
+    "as it was if the export fails (with --max-shard-size, every file of it at once, the index\n"
+    "last). OUT may not be the model itself. Progress goes to stderr when it is a terminal.\n"
     "\n"
     "  --dtype T             f32 (exact; the default), or f16 / bf16: rounded to nearest, ties\n"
     "                        to even, as PyTorch's .to() rounds\n"
@@ -310,6 +310,7 @@ static tm_status write_shard(const tm_file *f, const plan *p, uint32_t shard, co
                              buffers *b, tm_error *err)
 {
     tm_st_writer *w;
+    int guard = -1; /* the temporary file, removed if a signal ends the process */
     tm_status st = tm_st_writer_new(&w, err);
     if (st != TM_OK)
         return st;
@@ -324,17 +325,15 @@ static tm_status write_shard(const tm_file *f, const plan *p, uint32_t shard, co
         if (it->shard == shard && tm_st_writer_tensor(w, it->name, p->dtype, nd, shape, err))
             goto fail;
     }
-    if (tm_st_writer_begin(w, path, err) != TM_OK)
+    if (cli_output_st_begin(w, path, &guard, err) != TM_OK)
         goto fail;
-    cli_sigbus_output(tm_st_writer_temp_path(w)); /* a cut input must not leave it behind */
     for (size_t i = 0; i < p->n; i++)
         if (p->items[i].shard == shard && write_item(p, &p->items[i], b, w, err) != TM_OK)
             goto fail;
-    cli_sigbus_output(NULL);
-    return tm_st_writer_finish(w, err);
+    return cli_output_st_finish(w, guard, err);
 fail:
-    cli_sigbus_output(NULL);
     tm_st_writer_free(w);
+    cli_signal_forget(guard);
     return err->code;
 }
 
@@ -347,16 +346,13 @@ static char *join_path(const char *dir, const char *name)
 }
 
 /* model.safetensors.index.json: the total size and which file holds each tensor. */
-static int write_index(const plan *p, const char *dir, char **shard_names)
+static int write_index(const plan *p, const char *path, char **shard_names)
 {
     json_t *map = json_object(), *root = json_pack("{s:{s:I}, s:o}", "metadata", "total_size",
                                                   (json_int_t)p->total_bytes, "weight_map", map);
     for (size_t i = 0; root && i < p->n; i++)
         if (json_object_set_new(map, p->items[i].name, json_string(shard_names[p->items[i].shard])))
             json_decref(root), root = NULL;
-    char *path = root ? join_path(dir, INDEX_NAME) : NULL;
-    if (!path)
-        json_decref(root), root = NULL;
     cli_output *o = root ? cli_output_open(path) : NULL;
     int rc = root ? CLI_FAIL : (cli_errorf("export: out of memory"), CLI_FAIL);
     if (o) {
@@ -364,47 +360,89 @@ static int write_index(const plan *p, const char *dir, char **shard_names)
              fputc('\n', cli_output_stream(o)) != EOF ? CLI_OK : CLI_FAIL;
         rc = cli_output_close(o, rc);
     }
-    free(path);
     json_decref(root);
     return rc;
+}
+
+/* The shards the checkpoint being replaced names in its index (a regular file: a FIFO planted
+ * there must not hold the export up): the set removes those the new one does not name. */
+static void claim_old_index(cli_output_set *set, const char *index)
+{
+    struct stat st;
+    if (stat(index, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > TM_MAX_STRING_LEN)
+        return;
+    json_t *old = json_load_file(index, JSON_REJECT_DUPLICATES, NULL), *v;
+    const char *key;
+    json_object_foreach(json_object_get(old, "weight_map"), key, v)
+        if (json_is_string(v))
+            cli_output_set_replaces(set, json_string_value(v));
+    json_decref(old);
+}
+
+/* The files of --max-shard-size, named and staged before anything is written (cli_output_set:
+ * put in place together, the index last): names[s] and to[s] for shard s, to[n_shards] and
+ * *index (malloc'ed) for the index. NULL after a message. */
+static cli_output_set *stage_set(const plan *p, const char *out, char **names, const char **to,
+                                 char **index)
+{
+    cli_output_set *set = cli_output_set_new(out, "model", ".safetensors");
+    bool ok = set != NULL && (*index = join_path(out, INDEX_NAME)) != NULL;
+    if (ok)
+        claim_old_index(set, *index);
+    for (uint32_t s = 0; ok && s < p->n_shards; s++) {
+        char *path = NULL;
+        if ((ok = (names[s] = malloc(64)) != NULL)) { /* two u32s: at most 42 bytes */
+            snprintf(names[s], 64, "model-%05u-of-%05u.safetensors", s + 1, p->n_shards);
+            ok = (path = join_path(out, names[s])) != NULL &&
+                 (to[s] = cli_output_set_add(set, path)) != NULL;
+        }
+        free(path);
+    }
+    if (ok && (to[p->n_shards] = cli_output_set_add(set, *index)) && cli_output_set_ready(set))
+        return set;
+    if (set && !ok && !*index)
+        cli_errorf("export: out of memory");
+    cli_output_set_finish(set, CLI_FAIL, NULL);
+    return NULL;
 }
 
 static int write_all(const tm_file *f, const plan *p, const char *out)
 {
     buffers b = {malloc(CHUNK_FLOATS * sizeof(float)), malloc(CHUNK_FLOATS * sizeof(float)),
                  malloc(CHUNK_FLOATS * sizeof(uint16_t)), {0}};
-    char **names = calloc(p->n_shards, sizeof *names);
+    char **names = calloc(p->n_shards, sizeof *names), *index = NULL;
+    const char **to = calloc((size_t)p->n_shards + 1, sizeof *to); /* where each is written */
+    cli_output_set *set = NULL;
     tm_error err = {0};
     int rc = CLI_OK;
     cli_progress_start(&b.progress, "export", "bytes", p->total_bytes);
-    if (!b.f || !b.perm || !b.half || !names) {
+    if (!b.f || !b.perm || !b.half || !names || !to) {
         cli_errorf("export: out of memory");
         rc = CLI_FAIL;
     } else if (p->max_shard && mkdir(out, 0777) != 0 && errno != EEXIST) {
         cli_errorf("%s: cannot make the directory: %s", out, strerror(errno));
         rc = CLI_FAIL;
+    } else if (p->max_shard && !(set = stage_set(p, out, names, to, &index))) {
+        rc = CLI_FAIL;
     }
     for (uint32_t s = 0; rc == CLI_OK && s < p->n_shards; s++) {
-        const char *path = out;
-        char *shard_path = NULL;
-        if (p->max_shard) {
-            if ((names[s] = malloc(64))) /* two u32s: at most 42 bytes */
-                snprintf(names[s], 64, "model-%05u-of-%05u.safetensors", s + 1, p->n_shards);
-            path = shard_path = names[s] ? join_path(out, names[s]) : NULL;
-        }
+        char *path = p->max_shard ? join_path(out, names[s]) : strdup(out);
         if (!path) {
             cli_errorf("export: out of memory");
             rc = CLI_FAIL;
-        } else if (!cli_output_allowed(path)) {
+        } else if (!set && !cli_output_allowed(path)) {
             rc = CLI_FAIL;
-        } else if (write_shard(f, p, s, path, &b, &err) != TM_OK) {
+        } else if (write_shard(f, p, s, set ? to[s] : path, &b, &err) != TM_OK) {
             cli_report(path, &err);
             rc = CLI_FAIL;
         }
-        free(shard_path);
+        free(path);
     }
-    if (rc == CLI_OK && p->max_shard)
-        rc = write_index(p, out, names);
+    if (rc == CLI_OK && set)
+        rc = write_index(p, to[p->n_shards], names);
+    rc = cli_output_set_finish(set, rc, index); /* every file in place, the index last */
+    free(index);
+    free(to);
     cli_progress_end(&b.progress);
     for (uint32_t s = 0; s < p->n_shards && names; s++)
         free(names[s]);

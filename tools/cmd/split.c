@@ -19,8 +19,10 @@ static const char help[] =
     "source's version and alignment in every shard; the tensors in order, their bytes\n"
     "unchanged. A shard ends before the tensor that would pass --max-tensors (128 unless\n"
     "--max-size is given) or --max-size bytes of tensor data (a larger tensor gets a shard of\n"
-    "its own). A set is at most 65,535 shards (split.count is a u16). Each shard is written to\n"
-    "a temporary file, read back, and renamed into place. tensormap merge undoes it.\n"
+    "its own). A set is at most 65,535 shards (split.count is a u16). Each shard is written\n"
+    "whole and read back under a hidden name, and the set is renamed into place only when every\n"
+    "shard is complete, the first shard last. Another set named PREFIX-*-of-*.gguf (of another\n"
+    "count) is refused rather than left beside the new one. tensormap merge undoes it.\n"
     "\n"
     "  --max-tensors N   at most N tensors per shard\n"
     "  --max-size SIZE   at most SIZE bytes of tensor data per shard (soft, as in gguf-split):\n"
@@ -28,9 +30,10 @@ static const char help[] =
     "                    10^12, as gguf-split and Hugging Face count), or KiB/MiB/GiB/TiB\n"
     "                    (2^10 ... 2^40); units in any case\n";
 
-/* Shard k (from 0) of n: its metadata, its tensors [first, end), written to path. */
+/* Shard k (from 0) of n: its metadata, its tensors [first, end), written as write_to (its
+ * staged name: the set goes into place whole) for path. */
 static int write_shard(const tm_file *f, uint32_t k, uint32_t n, uint64_t first, uint64_t end,
-                       const char *path)
+                       const char *path, const char *write_to)
 {
     const tm_layout *l = tm_file_layout(f);
     tm_writer *w = NULL;
@@ -54,7 +57,7 @@ static int write_shard(const tm_file *f, uint32_t k, uint32_t n, uint64_t first,
     }
     for (uint64_t i = first; st == TM_OK && i < end; i++)
         st = tm_writer_tensor_copy(w, f, tm_tensor_at(f, i), NULL, false, &err);
-    if (cli_model_finish(w, st, &err, path) != CLI_OK)
+    if (cli_model_finish(w, st, &err, write_to) != CLI_OK)
         return CLI_FAIL;
     printf("%s: %" PRIu64 " tensor%s\n", path, end - first, end - first == 1 ? "" : "s");
     return CLI_OK;
@@ -108,6 +111,17 @@ static int plan_shards(const tm_file *f, const char *arg, uint64_t max_tensors, 
     return CLI_OK;
 }
 
+/* The set PREFIX-NNNNN-of-NNNNN.gguf, in PREFIX's directory. NULL after a message. */
+static cli_output_set *new_set(const char *prefix)
+{
+    const char *slash = strrchr(prefix, '/');
+    char *dir = slash ? strndup(prefix, slash == prefix ? 1 : (size_t)(slash - prefix))
+                      : strdup(".");
+    cli_output_set *set = dir ? cli_output_set_new(dir, slash ? slash + 1 : prefix, ".gguf") : NULL;
+    free(dir);
+    return set;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"max-tensors", required_argument, NULL, 't'},
@@ -146,16 +160,26 @@ static int run(int argc, char **argv)
         return CLI_FAIL;
     uint64_t *starts = NULL, n = 0;
     int rc = plan_shards(f, arg, max_tensors, max_size, &starts, &n);
-    for (uint64_t k = 0; rc == CLI_OK && k < n; k++) {
-        char *path = NULL;
-        if (asprintf(&path, "%s-%05u-of-%05u.gguf", prefix, (unsigned)k + 1, (unsigned)n) < 0) {
-            cli_errorf("out of memory");
+    /* every shard named and staged first: the set is put in place whole, the first shard last */
+    cli_output_set *set = rc == CLI_OK ? new_set(prefix) : NULL;
+    char **paths = rc == CLI_OK ? calloc((size_t)n, sizeof *paths) : NULL;
+    const char **to = rc == CLI_OK ? calloc((size_t)n, sizeof *to) : NULL;
+    if (rc == CLI_OK && (!set || !paths || !to))
+        rc = CLI_FAIL;
+    for (uint64_t k = 0; rc == CLI_OK && k < n; k++)
+        if (asprintf(&paths[k], "%s-%05u-of-%05u.gguf", prefix, (unsigned)k + 1, (unsigned)n) < 0)
+            paths[k] = NULL, rc = (cli_errorf("out of memory"), CLI_FAIL);
+        else if (!(to[k] = cli_output_set_add(set, paths[k])))
             rc = CLI_FAIL;
-            break;
-        }
-        rc = write_shard(f, (uint32_t)k, (uint32_t)n, starts[k], starts[k + 1], path);
-        free(path);
-    }
+    if (rc == CLI_OK && !cli_output_set_ready(set))
+        rc = CLI_FAIL;
+    for (uint64_t k = 0; rc == CLI_OK && k < n; k++)
+        rc = write_shard(f, (uint32_t)k, (uint32_t)n, starts[k], starts[k + 1], paths[k], to[k]);
+    rc = cli_output_set_finish(set, rc, paths ? paths[0] : NULL);
+    for (uint64_t k = 0; paths && k < n; k++)
+        free(paths[k]);
+    free(paths);
+    free(to);
     free(starts);
     tm_close(f);
     return cli_finish_output(rc);

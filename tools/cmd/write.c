@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -23,7 +24,12 @@ static const char help[] =
     "zeros, as GGUF writers write it (a file whose padding held other bytes does not keep\n"
     "them). Without --arrays, each array is filled with placeholders (zeros, or strings of '?')\n"
     "of the same count and byte size, so the header keeps its length and every offset holds.\n"
-    "Then the file is opened again and its layout compared with the JSON's.\n";
+    "A value its type cannot hold (an integer past its range, an f32 of 1e300, which would\n"
+    "become an infinity) is refused, naming the entry; \"inf\", \"-inf\" and \"nan:0xBITS\" write\n"
+    "those values. OUT must be a file or a device: a GGUF file is written by offset, so a FIFO\n"
+    "is refused before it is opened.\n"
+    "The new file is opened again and its layout compared with the JSON's before it replaces\n"
+    "OUT: on any mismatch or failure OUT is left as it was and nothing else is left behind.\n";
 
 /* Arrays written as placeholders are bounded, all of them together: the JSON is input like any
  * other, and a few bytes of it must not stand for gigabytes of memory and disk. */
@@ -152,6 +158,11 @@ static bool scalar_of(const ctx *c, tm_vtype t, const json_t *j, void *out)
         if (!float_of(j, t == TM_V_F32, &d, &bits, &raw))
             return fail(c, "not an %s (a number, \"inf\", \"-inf\" or \"nan:0xBITS\")",
                         tm_vtype_name(t));
+        /* a finite number beyond f32's range would be stored as an infinity the JSON never
+         * said: refused (an infinity is written "inf") */
+        if (t == TM_V_F32 && !raw && isfinite(d) && isinf((float)d))
+            return fail(c, "%g is out of f32's range (at most %.9g in magnitude; \"inf\" for an "
+                        "infinity)", d, (double)FLT_MAX);
         if (t == TM_V_F32) {
             float f = (float)d;
             uint32_t b = (uint32_t)bits;
@@ -345,33 +356,58 @@ static bool build(tm_writer *w, ctx *c, const json_t *h, uint64_t *data_size, tm
     return tm_writer_set_data_size(w, *data_size, err) == TM_OK;
 }
 
-/* Open what was written and hold its layout against the JSON's own numbers. */
-static int verify(const char *out, const json_t *h)
+/* What the file written reads back as, against the JSON's own numbers. */
+typedef struct readback {
+    const json_t *h;
+    const char *out;
+    bool done;   /* false for a device, which is not read back */
+    tm_layout l; /* when done */
+} readback;
+
+/* Open the file written (before it replaces OUT) and hold its layout against the JSON's: a
+ * mismatch leaves OUT as it was. */
+static tm_status check_written(void *arg, const char *written, tm_error *err)
 {
+    readback *rb = arg;
+    if (!written)
+        return TM_OK;
     tm_file *f = NULL;
-    tm_error err = {0};
-    if (tm_open(out, 0, &f, &err) != TM_OK) {
-        cli_report(out, &err);
-        return CLI_FAIL;
+    tm_error inner = {0};
+    if (tm_open(written, 0, &f, &inner) != TM_OK) {
+        *err = inner;
+        snprintf(err->message, sizeof err->message, "the file written does not read back: %.*s",
+                 (int)sizeof err->message - 40, inner.message);
+        return err->code;
     }
     const tm_layout *l = tm_file_layout(f);
     static const char *const fields[] = {"data_start", "file_size", "infos_end", "kv_end"};
     const uint64_t got[] = {l->data_start, l->file_size, l->infos_end, l->kv_end};
-    int rc = CLI_OK;
-    for (size_t i = 0; i < sizeof got / sizeof got[0]; i++) {
+    for (size_t i = 0; i < sizeof got / sizeof got[0] && err->code == TM_OK; i++) {
         uint64_t want;
-        if (cli_json_get_u64(json_object_get(h, fields[i]), &want) && want != got[i]) {
-            cli_errorf("%s: %s is %" PRIu64 " where the header says %" PRIu64, out, fields[i],
-                       got[i], want);
-            rc = CLI_FAIL;
+        if (cli_json_get_u64(json_object_get(rb->h, fields[i]), &want) && want != got[i]) {
+            err->code = TM_IO;
+            err->offset = TM_NO_OFFSET;
+            snprintf(err->message, sizeof err->message,
+                     "%s is %" PRIu64 " where the header says %" PRIu64 "; not written",
+                     fields[i], got[i], want);
         }
     }
-    if (rc == CLI_OK)
-        printf("%s: %" PRIu64 " bytes, %" PRIu64 " of header and padding, %" PRIu64
-               " metadata entries, %" PRIu64 " tensors, data left as a hole of %" PRIu64 " bytes\n",
-               out, l->file_size, l->data_start, l->n_kv, l->n_tensors, l->data_size);
+    rb->l = *l;
+    rb->done = true;
     tm_close(f);
-    return rc;
+    return err->code;
+}
+
+static void say_written(const readback *rb)
+{
+    const tm_layout *l = &rb->l;
+    if (!rb->done)
+        printf("%s: written (a device: not read back)\n", rb->out);
+    else
+        printf("%s: %" PRIu64 " bytes, %" PRIu64 " of header and padding, %" PRIu64
+               " metadata entries, %" PRIu64 " tensors, data left as a hole of %" PRIu64
+               " bytes\n", rb->out, l->file_size, l->data_start, l->n_kv, l->n_tensors,
+               l->data_size);
 }
 
 static int run(int argc, char **argv)
@@ -414,6 +450,7 @@ static int run(int argc, char **argv)
     tm_writer *w = NULL;
     tm_error err = {0};
     ctx cx = {.json_path = from};
+    readback rb = {.h = h, .out = out};
     uint64_t data_size = 0;
     int rc = CLI_FAIL;
     if (tm_writer_new(&w, &err) != TM_OK) {
@@ -422,10 +459,11 @@ static int run(int argc, char **argv)
         if (err.code != TM_OK)
             cli_report(from, &err);
         tm_writer_free(w);
-    } else if (tm_writer_finish(w, out, &err) != TM_OK) {
+    } else if (cli_output_model(w, out, check_written, &rb, &err) != TM_OK) {
         cli_report(out, &err);
     } else {
-        rc = verify(out, h);
+        say_written(&rb);
+        rc = CLI_OK;
     }
     json_decref(h);
     return rc;
