@@ -10,6 +10,9 @@
 #   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc and
 #                   tensormap-static.pc, tool, man page,
 #                   the Python package)
+#   make wheel      the Python package with the library inside, for pip -> $(B)/dist/
+#                   (`pip install --no-build-isolation .` builds and installs it directly:
+#                   pyproject.toml, setup.py, docs/python.md)
 #
 # V=1 prints every command.
 
@@ -99,7 +102,7 @@ SONAME := libtensormap.so.$(SOMAJOR)
 SHARED := $(B)/libtensormap.so.$(VERSION)
 
 .PHONY: all lib demo test check test-golden bench fuzz install uninstall test-install clean deps \
-        check-exports check-layers check-san cross-arm check-arm test-python
+        check-exports check-layers check-san cross-arm check-arm test-python wheel
 all: lib $(B)/tensormap $(B)/tensormap.1 $(EXAMPLES) $(B)/demo.gguf
 
 lib: $(STATIC) $(SHARED)
@@ -240,7 +243,7 @@ check-san:
 
 # The README's test command and CI's: the suite, then the suite again under the sanitizers.
 check:
-	$(MAKE) WERROR=-Werror test test-install
+	$(MAKE) WERROR=-Werror test test-install check-layers
 	$(MAKE) WERROR=-Werror SAN=1 test
 
 # The library (NEON kernels included) compiled for aarch64 by Debian's cross-compiler with the
@@ -314,6 +317,11 @@ install: all
 	echo 'LIBDIR = "$(shell $(PYTHON) -c 'import os, sys; print(os.path.relpath(*sys.argv[1:]))' \
 	    $(libdir) $(pythondir)/tensormap)"  # the library, relative to this package' \
 	    > $(DESTDIR)$(pythondir)/tensormap/_installed.py
+
+# Debian's python3-build, offline (--no-isolation: its setuptools and wheel, nothing fetched);
+# setup.py builds in and takes the library from this $(B).
+wheel: lib
+	TENSORMAP_BUILD_DIR=$(B) $(PYTHON) -m build --wheel --no-isolation --outdir $(B)/dist .
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/tensormap.h $(DESTDIR)$(libdir)/libtensormap.a \

@@ -4,7 +4,10 @@
 # (JSON in and out, safetensors headers), libcurl4-openssl-dev (remote files: HTTP range requests,
 # TLS, redirects, HTTP/2), libcriterion-dev (the test suite), lz4 (the tests
 # decompress dumps with the real lz4 binary), python3-numpy and python3-pytest (the Python
-# package and its tests, for Debian's /usr/bin/python3: the first python3 on PATH may be another).
+# package and its tests, for Debian's /usr/bin/python3: the first python3 on PATH may be another),
+# python3-venv, python3-pip, python3-setuptools, python3-wheel and python3-build (the packaging
+# test installs the package with pip into a virtual environment and builds a wheel, offline;
+# -I keeps the tree's build/ directory from passing for the module build).
 #
 #   scripts/deps.sh lib     what the library and the tool build against (CURL=0: no libcurl)
 #   scripts/deps.sh test    what the test suite adds
@@ -22,9 +25,14 @@ have_header criterion/criterion.h || missing="$missing libcriterion-dev"
 command -v lz4 >/dev/null 2>&1    || missing="$missing lz4"
 # openssl: the remote-file tests make a self-signed certificate for their HTTPS server
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
-have_module() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
+have_module() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -I -c "import $1" >/dev/null 2>&1; }
 have_module numpy                 || missing="$missing python3-numpy"
 have_module pytest                || missing="$missing python3-pytest"
+have_module ensurepip             || missing="$missing python3-venv"
+have_module pip                   || missing="$missing python3-pip"
+have_module setuptools            || missing="$missing python3-setuptools"
+have_module wheel                 || missing="$missing python3-wheel"
+have_module build                 || missing="$missing python3-build"
 ;;
 *) echo "usage: scripts/deps.sh lib|test" >&2; exit 2 ;;
 esac

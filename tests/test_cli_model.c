@@ -136,30 +136,36 @@ static const char *write_arch(const char *arch, const char *name)
 
 Test(cli_model, gemma2_slides_every_other_layer_and_an_unknown_architecture_is_unknown)
 {
-    /* layers 0 and 2 hold 16 tokens, 1 and 3 all 64; 1 head x (32 + 32) values x 2 bytes */
+    /* 64 tokens are 256 cells, as llama.cpp pads them; the micro-batch is then 64 (at most the
+     * context), and a window of 16 + 64 padded to 256 is the whole cache: every layer 256 cells
+     * of 1 head x (32 + 32) values x 2 bytes */
     json_t *j = tool_json(0, "info", "--json", "--context", "64",
                           write_arch("gemma2", "g2.gguf"), NULL);
     const json_t *kv = json_object_get(j, "kv_cache");
-    cr_assert_eq(json_u64(kv, "bytes"), (2 * 16 + 2 * 64) * 64 * 2);
+    cr_assert_eq(json_u64(kv, "bytes"), 4 * 256 * 64 * 2);
     cr_assert_eq(json_u64(kv, "sliding_window_layers"), 2);
     json_decref(j);
-    /* gemma3: five of every six slide; with 4 layers, all four */
-    j = tool_json(0, "info", "--json", "--context", "64", write_arch("gemma3", "g3.gguf"), NULL);
-    cr_assert_eq(json_u64(json_object_get(j, "kv_cache"), "bytes"), 4 * 16 * 64 * 2);
+    /* at 4096 tokens the sliding layers hold 16 + 512 tokens padded to 768 cells */
+    j = tool_json(0, "info", "--json", "--context", "4096", write_arch("gemma2", "g2.gguf"), NULL);
+    cr_assert_eq(json_u64(json_object_get(j, "kv_cache"), "bytes"), (2 * 768 + 2 * 4096) * 64 * 2);
     json_decref(j);
-    /* llama: no window, every layer all 64 */
+    /* gemma3: five of every six slide; with 4 layers, all four */
+    j = tool_json(0, "info", "--json", "--context", "4096", write_arch("gemma3", "g3.gguf"), NULL);
+    cr_assert_eq(json_u64(json_object_get(j, "kv_cache"), "bytes"), 4 * 768 * 64 * 2);
+    json_decref(j);
+    /* llama: no window, every layer 256 cells */
     j = tool_json(0, "info", "--json", "--context", "64", write_arch("llama", "l.gguf"), NULL);
-    cr_assert_eq(json_u64(json_object_get(j, "kv_cache"), "bytes"), 4 * 64 * 64 * 2);
+    cr_assert_eq(json_u64(json_object_get(j, "kv_cache"), "bytes"), 4 * 256 * 64 * 2);
     json_decref(j);
 
-    const char *odd = write_arch("rwkv6", "r.gguf");
+    const char *odd = write_arch("bloom", "b.gguf");
     j = tool_json(0, "info", "--json", "--context", "64", odd, NULL);
     kv = json_object_get(j, "kv_cache");
     cr_assert(json_is_false(json_object_get(kv, "known")));
     cr_assert_null(json_object_get(kv, "bytes"), "no number for an architecture not known");
     json_decref(j);
     tool_result r = tool_run("info", "--context", "64", odd, NULL);
-    cr_assert(strstr(r.out, "unknown for architecture 'rwkv6'"), "%s", r.out);
+    cr_assert(strstr(r.out, "unknown for architecture 'bloom'"), "%s", r.out);
     tool_result_free(&r);
     r = tool_run("info", "--kv-type", "q9_9", odd, NULL);
     cr_assert_eq(r.status, 2);

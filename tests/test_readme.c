@@ -1,5 +1,6 @@
 /* Every `$ tensormap ...` example in README.md, run in a fresh directory holding
- * build/demo.gguf (a link to the demo model the build writes), through sh with the built tool
+ * build/demo.gguf (a link to the demo model the build writes) and examples/ (a link to the
+ * checkout's, for the model headers the memory examples rebuild), through sh with the built tool
  * first on PATH, in the README's order (an example may use a file an earlier one wrote). Its
  * standard output must be the lines the README shows under it. A line that is only "…" marks a
  * cut: the shown lines on either side of it must appear in that order, anything may stand in
@@ -126,6 +127,11 @@ Test(readme, every_tensormap_example_prints_what_the_readme_shows)
     snprintf(link, sizeof link, "%s/build/demo.gguf", dir);
     snprintf(target, sizeof target, "%s/demo.gguf", tooldir);
     cr_assert_eq(symlink(target, link), 0);
+    snprintf(link, sizeof link, "%s/examples", dir);
+    cr_assert(strrchr(readme, '/'), "TM_README is a path: %s", readme);
+    snprintf(target, sizeof target, "%.*s/examples", (int)(strrchr(readme, '/') - readme), readme);
+    cr_assert_eq(symlink(target, link), 0);
+    snprintf(target, sizeof target, "%s/demo.gguf", tooldir);
 
     /* the Hub's stand-in: ROOT/hf/OWNER/REPO/REVISION/FILE is what hf:OWNER/REPO/FILE serves */
     static server hub;

@@ -44,7 +44,11 @@ static unsigned export_files(const char *model, const char *size)
 /* The number of shards split --max-size SIZE writes. */
 static unsigned split_shards(const char *model, const char *size)
 {
-    tool_result r = tool_run("split", "--max-size", size, model, test_path("p"), NULL);
+    /* a prefix of its own each time: a set of another count is not written over (issue 21) */
+    static unsigned calls;
+    char prefix[16];
+    snprintf(prefix, sizeof prefix, "p%u", calls++);
+    tool_result r = tool_run("split", "--max-size", size, model, test_path(prefix), NULL);
     cr_assert_eq(r.status, 0, "--max-size '%s': %s", size, r.err);
     unsigned shards = 0;
     for (const char *at = r.out; (at = strstr(at, ".gguf: ")); at++)

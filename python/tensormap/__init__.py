@@ -380,3 +380,5 @@ def open(path, *, all_shards=False, mmap=True):   # noqa: A001 (the safetensors 
     "ollama:NAME[:TAG]" (the GGUF blob of an Ollama model). all_shards: a safetensors shard
     opens its whole checkpoint. mmap=False reads the file into memory instead of mapping it."""
     return File(path, all_shards=all_shards, mmap=mmap)
+
+from .gguf_reader import *  # noqa: E402,F401,F403 gguf-py's reader (docs/python.md); last: it uses the above

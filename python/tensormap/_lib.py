@@ -110,13 +110,17 @@ SIGNATURES = {
 
 
 def _candidates():
-    """Where the library is looked for, in order: $TENSORMAP_LIBRARY; for an installed package,
-    the library directory `make install` recorded (relative to the package); in the source tree,
-    the build directory beside python/."""
+    """Where the library is looked for, in order: $TENSORMAP_LIBRARY; the copy a wheel or
+    `pip install .` put beside these modules (setup.py); for a `make install`ed package, the
+    library directory it recorded (relative to the package); in the source tree, the build
+    directory beside python/."""
     here = os.path.dirname(os.path.abspath(__file__))
     env = os.environ.get(ENV_LIBRARY)
     if env:
         return [env]
+    bundled = os.path.join(here, SONAME)
+    if os.path.exists(bundled):
+        return [bundled]
     try:
         from . import _installed   # written by `make install`
         return [os.path.normpath(os.path.join(here, _installed.LIBDIR, SONAME))]

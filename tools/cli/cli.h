@@ -186,7 +186,7 @@ json_t *cli_json_f64(double v);
  * message) when root is NULL. */
 int cli_json_emit(json_t *root);
 
-/* ---- tools/cli/model.c: weights and the KV cache, in numbers and words ------------------- */
+/* ---- tools/cli/model.c: weights, in numbers and words ------------------------------------ */
 
 /* Parameters and bytes, in all and per tensor type (in the order first met). */
 enum { CLI_MAX_TYPES = 64 };
@@ -205,22 +205,7 @@ void cli_count_words(uint64_t n, char *buf, size_t size);
 /* A byte count in binary units, three significant digits: "1.75 GiB", "16 MiB". */
 void cli_bytes_words(uint64_t n, char *buf, size_t size);
 
-/* The KV cache at a context, from block_count, attention.head_count_kv (or head_count) and
- * attention.key_length/value_length (or embedding_length / head_count), with the sliding-window
- * layers of gemma2 and gemma3 holding at most the window. */
-typedef struct cli_kv_cache_t {
-    bool known;     /* false: why says what is missing (an architecture not known here, ...) */
-    char why[200];
-    uint64_t context, bytes, layers;
-    tm_type type;   /* of K and V */
-    uint64_t kv_heads, key_length, value_length; /* layer 0's */
-    bool uneven;    /* layers differ in heads or widths */
-    uint32_t swa_pattern;
-    uint64_t window, swa_layers;
-} cli_kv_cache_t;
-bool cli_kv_cache(const tm_file *f, uint64_t context, tm_type type, cli_kv_cache_t *c);
-/* "llama, mistral, ...": the architectures cli_kv_cache knows. */
-const char *cli_kv_known_archs(void);
+/* The memory at a context: tools/cli/memory.h. */
 
 /* ---- tools/cli/progress.c ---------------------------------------------------------------- */
 

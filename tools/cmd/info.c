@@ -3,6 +3,7 @@
  * bits per weight, the KV cache at a context), and where the header stops and the data starts.
  * Every number is a field of the file, the library's layout, or counted from them. */
 #include "../cli/cli.h"
+#include "../cli/memory.h"
 #include "../cli/shard_alone.h"
 
 #include <inttypes.h>
@@ -10,24 +11,34 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: tensormap info [--json] [--context N] [--kv-type TYPE] FILE\n"
+    "usage: tensormap info [--json] [--context N | --fit BYTES] [--kv-type TYPE] [--parallel N]\n"
+    "                      [--gpu-layers N] FILE\n"
     "\n"
     "Show what a GGUF or safetensors file holds: its size; for GGUF the magic, version, tensor\n"
     "and metadata counts, the architecture and its dimensions (blocks, embedding width,\n"
     "attention heads, key/value heads, feed-forward width, trained context, vocabulary size,\n"
     "merges) and the head width; then the parameter count (exact and in words, 7.62 B), the\n"
-    "bits per weight over the whole file and per tensor type, and the memory the KV cache needs\n"
-    "at a context (the trained context unless --context says otherwise); then where the header\n"
-    "ends and the tensor data starts. For safetensors: the header's length, the tensor and\n"
-    "__metadata__ counts, the parameters and bits per weight, and where the data starts.\n"
-    "The KV cache is worked out for the architectures whose cache layout is known (llama,\n"
-    "mistral, qwen2, qwen3, gemma, and gemma2 and gemma3 with their sliding-window layers) and\n"
-    "said to be unknown for any other. FILE - reads standard input.\n"
+    "bits per weight over the whole file and per tensor type, and the memory llama.cpp\n"
+    "allocates at a context (the trained context unless --context says otherwise): its KV\n"
+    "cache and recurrent state, cell for cell as llama.cpp pads and splits them; then where the\n"
+    "header ends and the tensor data starts. For safetensors: the header's length, the tensor\n"
+    "and __metadata__ counts, the parameters and bits per weight, and where the data starts.\n"
+    "The memory is worked out for the architectures whose layout is modelled (plain attention,\n"
+    "sliding windows, MLA, recurrent and hybrid models; docs/memory.md lists them) and said to\n"
+    "be unknown, by name, for any other. FILE - reads standard input.\n"
     "\n"
-    "  --context N     the KV cache at N tokens\n"
-    "  --kv-type TYPE  the type K and V are cached in: f16 (default), bf16, f32, q8_0, q4_0,\n"
-    "                  q4_1, q5_0, q5_1 or iq4_nl\n"
-    "  --json          the same as one JSON object (a dimension the file lacks is null)\n";
+    "  --context N       the memory at N tokens (llama.cpp allocates a multiple of 256)\n"
+    "  --kv-type TYPE    the type K and V are cached in: f16 (default), bf16, f32, q8_0, q4_0,\n"
+    "                    q4_1, q5_0, q5_1 or iq4_nl\n"
+    "  --type-k TYPE, --type-v TYPE  K or V alone (llama.cpp's -ctk, -ctv)\n"
+    "  --parallel N      N sequences, each with its own cells (llama.cpp's -np)\n"
+    "  --ubatch N        the micro-batch (512), which sliding-window caches hold extra\n"
+    "  --swa-full        sliding-window layers hold the whole context (llama.cpp's --swa-full)\n"
+    "  --kv-unified      the sequences share one stream of cells (llama.cpp's --kv-unified)\n"
+    "  --gpu-layers N    the plan with the last N layers (and the output) on a GPU (-ngl)\n"
+    "  --fit BYTES       the largest context whose plan fits BYTES (8GiB, 512MiB, or bytes): on\n"
+    "                    the GPU with --gpu-layers, over everything without\n"
+    "  --json            the same as one JSON object (a dimension the file lacks is null)\n";
 
 /* The architecture's dimensions, as `<arch>.<suffix>` keys. */
 static const struct dim {
@@ -83,7 +94,14 @@ static void print_dim(const tm_kv *kv, const char *label)
 typedef struct numbers {
     cli_weights w;
     bool has_kv;
-    cli_kv_cache_t kv;
+    cli_memory_opts mo;
+    cli_memory_t mem;
+    cli_plan_t plan;
+    uint32_t gpu_layers;
+    bool fit;             /* --fit: the context is the largest that fits `budget` */
+    bool fit_known;
+    uint64_t budget, fit_context; /* 0: not even 256 cells fit */
+    bool from_config;     /* a safetensors checkpoint's dimensions came from its config.json */
     bool context_given;
 } numbers;
 
@@ -114,26 +132,25 @@ static void print_numbers(const numbers *nb)
     }
     if (!nb->has_kv)
         return;
-    const cli_kv_cache_t *kv = &nb->kv;
-    char ctx[32];
-    cli_grouped(kv->context, ctx, sizeof ctx);
-    if (!kv->known) {
-        row("KV cache", "at %s tokens: %s", ctx, kv->why);
-        return;
+    if (nb->fit) {
+        char b[32], c[32];
+        cli_grouped(nb->budget, b, sizeof b);
+        cli_grouped(nb->mem.context, c, sizeof c);
+        if (!nb->fit_known)
+            row("fit", "in %s bytes: %s", b, nb->mem.why);
+        else if (nb->fit_context == 0)
+            row("fit", "in %s bytes: not even 256 tokens", b);
+        else
+            row("fit", "in %s bytes%s: at most %s tokens", b,
+                nb->gpu_layers ? " of GPU memory" : "", c);
+        if (!nb->fit_known || nb->fit_context == 0)
+            return;
     }
-    cli_grouped(kv->bytes, exact, sizeof exact);
-    cli_bytes_words(kv->bytes, words, sizeof words);
-    row("KV cache", "%s bytes (%s) at %s tokens%s, K and V in %s", exact, words, ctx,
-        nb->context_given ? "" : " (the trained context)", tm_type_name(kv->type));
-    if (kv->uneven)
-        row("", "%" PRIu64 " layers, heads and widths differing between them", kv->layers);
-    else
-        row("", "%" PRIu64 " layer%s x %" PRIu64 " key/value head%s x (%" PRIu64 " + %" PRIu64
-            ") values per token", kv->layers, CLI_S(kv->layers), kv->kv_heads,
-            CLI_S(kv->kv_heads), kv->key_length, kv->value_length);
-    if (kv->swa_layers)
-        row("", "%" PRIu64 " of them slide over a window of %" PRIu64 " tokens", kv->swa_layers,
-            kv->window);
+    cli_memory_print(&nb->mem, nb->context_given || nb->fit);
+    if (nb->from_config && nb->mem.known)
+        row("", "the dimensions from config.json, as llama.cpp's converter maps them");
+    if (nb->mem.known)
+        cli_plan_print(&nb->plan, &nb->mem);
 }
 
 static json_t *numbers_json(const numbers *nb)
@@ -151,25 +168,19 @@ static json_t *numbers_json(const numbers *nb)
                              cli_json_f64(bits_per_weight(nb->w.types[i].bytes,
                                                           nb->w.types[i].weights))));
     }
-    json_t *kv = json_null();
-    if (nb->has_kv && nb->kv.known)
-        kv = json_pack("{s:b, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o}", "known", 1,
-                       "context", cli_json_u64(nb->kv.context), "type", tm_type_name(nb->kv.type),
-                       "bytes", cli_json_u64(nb->kv.bytes), "layers", cli_json_u64(nb->kv.layers),
-                       "kv_heads", cli_json_u64(nb->kv.kv_heads), "key_length",
-                       cli_json_u64(nb->kv.key_length), "value_length",
-                       cli_json_u64(nb->kv.value_length), "uneven_layers", nb->kv.uneven,
-                       "sliding_window_layers", cli_json_u64(nb->kv.swa_layers),
-                       "sliding_window", nb->kv.swa_layers ? cli_json_u64(nb->kv.window)
-                                                           : json_null());
-    else if (nb->has_kv)
-        kv = json_pack("{s:b, s:o, s:s, s:s}", "known", 0, "context",
-                       cli_json_u64(nb->kv.context), "type", tm_type_name(nb->kv.type), "why",
-                       nb->kv.why);
-    return json_pack("{s:o, s:s, s:o, s:o, s:o}", "parameters", cli_json_u64(nb->w.params),
+    json_t *kv = nb->has_kv ? cli_memory_kv_json(&nb->mem) : json_null();
+    json_t *mem = nb->has_kv ? cli_memory_json(&nb->mem) : json_null();
+    if (json_is_object(mem) && nb->mem.known)
+        json_object_set_new(mem, "plan", cli_plan_json(&nb->plan));
+    if (json_is_object(mem) && nb->fit)
+        json_object_set_new(mem, "fit", json_pack("{s:o, s:o}", "budget", cli_json_u64(nb->budget),
+                                                  "context", nb->fit_known
+                                                      ? cli_json_u64(nb->fit_context)
+                                                      : json_null()));
+    return json_pack("{s:o, s:s, s:o, s:o, s:o, s:o}", "parameters", cli_json_u64(nb->w.params),
                      "parameters_in_words", words, "bits_per_weight",
                      cli_json_f64(bits_per_weight(nb->w.bytes, nb->w.params)), "types", types,
-                     "kv_cache", kv);
+                     "kv_cache", kv, "memory", mem);
 }
 
 static bool head_width(const tm_file *f, uint64_t *embd, uint64_t *heads)
@@ -374,15 +385,52 @@ static bool kv_type_named(const char *name, tm_type *out)
     return false;
 }
 
+/* "8589934592", "8GiB", "8 GiB", "512MiB": a budget in bytes. */
+static bool budget_bytes(const char *s, uint64_t *out)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+    char num[32];
+    size_t n = strspn(s, "0123456789");
+    if (n == 0 || n >= sizeof num)
+        return false;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    uint64_t v;
+    if (!cli_parse_u64(num, &v))
+        return false;
+    const char *unit = s + n + (s[n] == ' ');
+    if (*unit == '\0') {
+        *out = v;
+        return true;
+    }
+    for (int u = 0; u < 4; u++)
+        if (strcmp(unit, units[u]) == 0) {
+            if (v > UINT64_MAX >> (10 * (u + 1)))
+                return false;
+            *out = v << (10 * (u + 1));
+            return true;
+        }
+    return false;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                          {"context", required_argument, NULL, 'c'},
                                          {"kv-type", required_argument, NULL, 'k'},
+                                         {"type-k", required_argument, NULL, 'K'},
+                                         {"type-v", required_argument, NULL, 'V'},
+                                         {"parallel", required_argument, NULL, 'p'},
+                                         {"ubatch", required_argument, NULL, 'u'},
+                                         {"swa-full", no_argument, NULL, 'S'},
+                                         {"kv-unified", no_argument, NULL, 'U'},
+                                         {"gpu-layers", required_argument, NULL, 'g'},
+                                         {"fit", required_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     bool json = false;
-    numbers nb = {.kv.type = TM_TYPE_F16};
+    numbers nb = {.mo = {.type_k = TM_TYPE_F16, .type_v = TM_TYPE_F16, .n_seq = 1,
+                         .n_ubatch = 512}};
     uint64_t context = 0;
     optind = 1;
     for (int c; (c = cli_getopt(argc, argv, "h", opts, &cmd_info)) != -1;) {
@@ -394,12 +442,45 @@ static int run(int argc, char **argv)
                 return cli_usage(&cmd_info);
             }
             nb.context_given = true;
-        } else if (c == 'k') {
-            if (!kv_type_named(optarg, &nb.kv.type)) {
-                cli_errorf("info: --kv-type: '%s' is not a cache type (f16, bf16, f32, q8_0, "
-                           "q4_0, q4_1, q5_0, q5_1, iq4_nl)", optarg);
+        } else if (c == 'k' || c == 'K' || c == 'V') {
+            tm_type t;
+            if (!kv_type_named(optarg, &t)) {
+                cli_errorf("info: --%s: '%s' is not a cache type (f16, bf16, f32, q8_0, q4_0, "
+                           "q4_1, q5_0, q5_1, iq4_nl)", c == 'k' ? "kv-type" : c == 'K' ? "type-k"
+                           : "type-v", optarg);
                 return cli_usage(&cmd_info);
             }
+            if (c != 'V')
+                nb.mo.type_k = t;
+            if (c != 'K')
+                nb.mo.type_v = t;
+        } else if (c == 'p' || c == 'u') {
+            uint64_t n;
+            if (!cli_parse_u64(optarg, &n) || n == 0 || n > (c == 'p' ? 256 : UINT32_MAX)) {
+                cli_errorf("info: --%s wants a number from 1 to %s, not '%s'",
+                           c == 'p' ? "parallel" : "ubatch", c == 'p' ? "256" : "4294967295",
+                           optarg);
+                return cli_usage(&cmd_info);
+            }
+            *(c == 'p' ? &nb.mo.n_seq : &nb.mo.n_ubatch) = (uint32_t)n;
+        } else if (c == 'S') {
+            nb.mo.swa_full = true;
+        } else if (c == 'U') {
+            nb.mo.kv_unified = true;
+        } else if (c == 'g') {
+            uint64_t n;
+            if (!cli_parse_u64(optarg, &n) || n > 100000) {
+                cli_errorf("info: --gpu-layers wants a number of layers, not '%s'", optarg);
+                return cli_usage(&cmd_info);
+            }
+            nb.gpu_layers = (uint32_t)n;
+        } else if (c == 'f') {
+            if (!budget_bytes(optarg, &nb.budget)) {
+                cli_errorf("info: --fit wants a number of bytes (or with KiB, MiB, GiB, TiB), "
+                           "not '%s'", optarg);
+                return cli_usage(&cmd_info);
+            }
+            nb.fit = true;
         } else if (c == 'h') {
             return fputs(help, stdout), CLI_OK;
         } else {
@@ -415,15 +496,39 @@ static int run(int argc, char **argv)
         return CLI_FAIL;
     const tm_layout *l = tm_file_layout(f);
     cli_count_weights(f, &nb.w);
-    if (l->format != TM_FORMAT_SAFETENSORS) {
-        /* without --context, the trained context; without that either, no cache to size */
-        if (!nb.context_given &&
-            tm_kv_get_uint(tm_arch_key(f, "context_length"), &context) != TM_OK)
-            context = 0;
-        nb.has_kv = context > 0;
-        if (nb.has_kv)
-            cli_kv_cache(f, context, nb.kv.type, &nb.kv);
+    /* the metadata the memory is sized from: the GGUF's own, or the config.json beside a
+     * safetensors checkpoint (a piped or remote one has none at hand) */
+    tm_file *config = NULL;
+    const tm_file *meta = f;
+    char why[sizeof nb.mem.why] = "";
+    if (l->format == TM_FORMAT_SAFETENSORS) {
+        if (strcmp(arg, "-") == 0 || tm_file_is_remote(f))
+            snprintf(why, sizeof why, "unknown: the config.json of a %s checkpoint is not read",
+                     tm_file_is_remote(f) ? "remote" : "piped");
+        else
+            config = cli_config_model(arg, why, sizeof why);
+        meta = config;
+        nb.from_config = config != NULL;
     }
+    /* without --context, the trained context; without that either, no cache to size */
+    if (meta && !nb.context_given &&
+        tm_kv_get_uint(tm_arch_key(meta, "context_length"), &context) != TM_OK)
+        context = 0;
+    nb.has_kv = context > 0 || nb.fit || !meta;
+    nb.mo.context = context;
+    if (!meta) {
+        nb.mem.asked = context;
+        nb.mem.type_k = nb.mo.type_k;
+        nb.mem.type_v = nb.mo.type_v;
+        memcpy(nb.mem.why, why, sizeof why);
+    } else if (nb.fit) {
+        nb.fit_known = cli_plan_fit(f, meta, &nb.mo, nb.gpu_layers, nb.budget, &nb.fit_context,
+                                    &nb.mem);
+    } else if (nb.has_kv) {
+        cli_memory_plan(meta, &nb.mo, &nb.mem);
+    }
+    if (nb.has_kv && nb.mem.known)
+        cli_plan_make(f, meta, &nb.mem, nb.gpu_layers, &nb.plan);
     if (json) {
         rc = cli_json_emit(to_json(f, arg, l, &nb));
     } else {
@@ -448,6 +553,7 @@ static int run(int argc, char **argv)
             print_gguf(f, l, &nb);
         rc = CLI_OK;
     }
+    tm_close(config);
     tm_close(f);
     return cli_finish_output(rc);
 }
