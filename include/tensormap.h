@@ -19,12 +19,19 @@
  * copied: names are tm_str (pointer + length, not NUL-terminated).
  *
  * Thread safety: a tm_file is read-only after tm_open returns; any number of threads may call
- * the getters and the dequant functions on one tm_file at once. tm_close must not race with them.
+ * the getters and the dequant and matvec functions on one tm_file at once. tm_close must not
+ * race with them. A writer or an outfile (PART 5) is used by one thread at a time.
  *
  * Errors: every function that can fail returns a tm_status and, when err is not NULL, fills it
  * with the code, the byte offset in the file where reading stopped making sense, and a message
  * naming the entry (index, count, name) in words a person can act on. There is no global
  * "last error". The library never prints, logs or aborts on file contents.
+ *
+ * The header in five parts: PART 1 Basics (version, errors, element and value types) · PART 2
+ * Reading (open, layout, tensors, metadata) · PART 3 Remote (URLs and hf:) · PART 4 Computing
+ * (instruction sets, decoding, matvec, rounding) · PART 5 Writing (tm_outfile, the GGUF
+ * writer, the safetensors writer). Each function says what it returns, every error it gives,
+ * what it allocates and what a NULL argument does.
  */
 #ifndef TENSORMAP_H
 #define TENSORMAP_H
@@ -37,6 +44,10 @@
 extern "C" {
 #endif
 
+/* =============================================================================================
+ * PART 1  Basics: the version, errors, element types, value types
+ * =========================================================================================== */
+
 #define TM_VERSION_MAJOR 0
 #define TM_VERSION_MINOR 1
 #define TM_VERSION_PATCH 0
@@ -48,12 +59,11 @@ extern "C" {
 #define TM_API
 #endif
 
-/* The library's version at run time, "MAJOR.MINOR.PATCH". */
+/* The library's version at run time, "MAJOR.MINOR.PATCH": the TM_VERSION_STRING of the library
+ * loaded, which may differ from this header's. A static string, never NULL. */
 TM_API const char *tm_version(void);
 
-/* ---------------------------------------------------------------------------------------------
- * Errors
- * ------------------------------------------------------------------------------------------- */
+/* ---- Errors --------------------------------------------------------------------------------- */
 
 /* X(NAME, value, short description). Values are pinned: they never change meaning. */
 #define TM_STATUS_LIST(X)                                                         \
@@ -82,21 +92,22 @@ typedef enum tm_status {
 #define TM_ERROR_MESSAGE_MAX 512
 #define TM_NO_OFFSET UINT64_MAX
 
+/* Filled by a failing call when the caller passes one (err may always be NULL). */
 typedef struct tm_error {
     tm_status code;
     uint64_t offset;                      /* byte offset in the file, or TM_NO_OFFSET */
     char message[TM_ERROR_MESSAGE_MAX];   /* NUL-terminated, names the entry and the offset */
 } tm_error;
 
-/* A static description of a status code ("success", "out of memory", ...). Never NULL. */
+/* A static description of a status code ("success", "out of memory", ...); "unknown status"
+ * for a value not in TM_STATUS_LIST. Never NULL. */
 TM_API const char *tm_status_str(tm_status status);
-/* The status's name without the prefix ("OK", "NOMEM", ...). Never NULL. */
+/* The status's name without the prefix ("OK", "NOMEM", ...); "UNKNOWN" for a value not in
+ * TM_STATUS_LIST. A static string, never NULL. */
 TM_API const char *tm_status_name(tm_status status);
 
-/* ---------------------------------------------------------------------------------------------
- * Element types: ggml's ids, so that files and ggml agree on numbers. Ids >= 1024 are
- * safetensors storage types that ggml has no id for.
- * ------------------------------------------------------------------------------------------- */
+/* ---- Element types: ggml's ids, so that files and ggml agree on numbers. Ids >= 1024 are
+ * safetensors storage types that ggml has no id for. ------------------------------------------ */
 
 /* X(NAME, id, "name", elements per block, bytes per block): every type ggml defines today, in id
  * order, with ggml's names and block geometry (ggml.c, type_traits[]). Ids 4, 5 (q4_2, q4_3),
@@ -155,18 +166,54 @@ typedef enum tm_type {
 #undef TM_TYPE_ENUM
 } tm_type;
 
-/* The type's name as ggml spells it ("q4_K", "f32") or safetensors does ("U8", "F8_E4M3");
- * NULL for an id this library has never heard of. */
+/* The type's name as ggml spells it ("q4_K", "f32") or safetensors does ("U8", "F8_E4M3"), a
+ * static string; a removed id keeps its name ("q4_2"); NULL for an id this library has never
+ * heard of. (Whether a type can be decoded: tm_type_can_dequant, PART 4.) */
 TM_API const char *tm_type_name(tm_type type);
 /* Elements per block and bytes per block; 0 for an unknown id or one ggml removed. */
 TM_API uint32_t tm_type_block_elems(tm_type type);
 TM_API uint32_t tm_type_block_bytes(tm_type type);
-/* True when tm_dequant_* can decode the type to float32. */
-TM_API bool tm_type_can_dequant(tm_type type);
 
-/* ---------------------------------------------------------------------------------------------
- * Opening a file
- * ------------------------------------------------------------------------------------------- */
+/* ---- Value types: what a GGUF metadata value holds --------------------------------------- */
+
+/* X(NAME, id, "name", bytes of one value): GGUF's value types in id order, with ggml's names
+ * (gguf.cpp, GGUF_TYPE_NAME); 0 bytes for the two that are not fixed-size. */
+#define TM_VTYPE_LIST(X)                          \
+    X(U8, 0, "u8", 1)                             \
+    X(I8, 1, "i8", 1)                             \
+    X(U16, 2, "u16", 2)                           \
+    X(I16, 3, "i16", 2)                           \
+    X(U32, 4, "u32", 4)                           \
+    X(I32, 5, "i32", 4)                           \
+    X(F32, 6, "f32", 4)                           \
+    X(BOOL, 7, "bool", 1)                         \
+    X(STRING, 8, "str", 0)                        \
+    X(ARRAY, 9, "arr", 0)                         \
+    X(U64, 10, "u64", 8)                          \
+    X(I64, 11, "i64", 8)                          \
+    X(F64, 12, "f64", 8)
+
+typedef enum tm_vtype {
+#define TM_VTYPE_ENUM(name, id, text, bytes) TM_V_##name = id,
+    TM_VTYPE_LIST(TM_VTYPE_ENUM)
+#undef TM_VTYPE_ENUM
+} tm_vtype;
+
+/* "u8", "i8", ..., "str", "arr", ..., "f64" (ggml's names), a static string; NULL for an unknown
+ * id. */
+TM_API const char *tm_vtype_name(tm_vtype type);
+/* Bytes of one value of a fixed-size type; 0 for string, array and unknown ids. */
+TM_API uint32_t tm_vtype_size(tm_vtype type);
+
+/* =============================================================================================
+ * PART 2  Reading: opening a file, its layout and shards, its tensors, its metadata
+ *
+ * The getters of this part (all but the openers) take NULL for the file, tensor or entry and
+ * then return nothing: 0, NULL, false, or TM_NOT_FOUND where they return a status, so that a
+ * lookup chains into a getter, tm_kv_get_uint(tm_arch_key(f, "block_count"), &n), without a
+ * test in between. They allocate nothing (tm_arch_key excepted, as it says) and fill no
+ * tm_error.
+ * =========================================================================================== */
 
 typedef struct tm_file tm_file;
 
@@ -174,6 +221,8 @@ typedef struct tm_str {
     const char *ptr; /* into the mapping (or tm_file-owned memory); NOT NUL-terminated */
     uint64_t len;
 } tm_str;
+
+/* ---- Open flags and limits ----------------------------------------------------------------- */
 
 enum tm_open_flags {
     TM_OPEN_DEFAULT = 0,
@@ -216,69 +265,64 @@ enum tm_open_flags {
  * TM_READ_WHOLE_LIMIT says otherwise (bytes, with the same suffixes). */
 #define TM_DEFAULT_READ_WHOLE_LIMIT (64ull << 20)
 
+/* ---- Opening and closing ------------------------------------------------------------------- */
+
 /* Open a GGUF file, a safetensors file or a model.safetensors.index.json, recognised by their
  * contents. path "-" reads standard input (TM_OPEN_NO_MMAP implied). path may also be a URL
- * (see "Remote files" below). On success *out is a new
- * tm_file that the caller releases with tm_close. On failure *out is NULL, err is filled, and
- * nothing is leaked. A flag bit this library does not know is TM_INVALID_ARG.
+ * (PART 3). On success *out is a new tm_file that the caller releases with tm_close. On failure
+ * *out is NULL (when out is not), err is filled, and nothing is leaked.
  *
  * A split GGUF set (llama.cpp's gguf-split: PREFIX-00001-of-0000N.gguf ..., each shard carrying
  * split.no, split.count and split.tensors.count, or the older general.split* names) opens as
  * one model from its first shard, or from any shard with TM_OPEN_ALL_SHARDS: the metadata is
  * the first shard's, the tensors are every shard's in shard order (tm_tensor.shard,
- * tm_shard_path, tm_shard_layout), and tm_file_bytes is the first shard's. Refused, naming the
- * file and the field: a missing shard (TM_NOT_FOUND, naming the file expected), a shard path
- * that is not a regular file (TM_IO), split.no or split.count disagreeing with the file's name
- * or the first shard, shard tensor counts not adding up to split.tensors.count (TM_BAD_VALUE),
- * a tensor name in two shards (TM_DUPLICATE). A buffer or standard input opens alone.
- * TM_INVALID_ARG for TM_OPEN_ALL_SHARDS with TM_OPEN_ONE_SHARD. */
+ * tm_shard_path, tm_shard_layout), and tm_file_bytes is the first shard's. A buffer or standard
+ * input opens alone.
+ *
+ * Returns TM_OK, or:
+ *   TM_INVALID_ARG  path or out NULL; a flag bit this library does not know; TM_OPEN_ALL_SHARDS
+ *                   with TM_OPEN_ONE_SHARD; an hf: name not of the form PART 3 gives
+ *   TM_NOT_FOUND    no file at path; a shard of a set missing (naming the file expected); a
+ *                   file its checkpoint's index does not name (TM_OPEN_ALL_SHARDS); a tensor the
+ *                   index puts in a shard that does not hold it
+ *   TM_IO           the file cannot be opened, read or mapped (with the system's reason); a
+ *                   directory; a shard path that is not a regular file
+ *   TM_NOMEM        out of memory (the index is proportional to the entries present)
+ *   TM_NOT_MODEL    neither GGUF nor safetensors (the message shows the first bytes)
+ *   TM_TRUNCATED    an empty file, or one that ends before a field it declares, or (without
+ *                   TM_OPEN_TRUNCATED) before the data its tensors declare
+ *   TM_BAD_VERSION  a GGUF version other than 2 or 3 (1, or a byte-swapped version, named so)
+ *   TM_BAD_VALUE    a field the format does not allow; split.no or split.count disagreeing with
+ *                   the file's name or the first shard; shard tensor counts not adding up to
+ *                   split.tensors.count
+ *   TM_LIMIT        a name, string, count or header over a limit above, or a stream over
+ *                   TM_STREAM_LIMIT
+ *   TM_DUPLICATE    a key or tensor name twice (both indices named; for a set, both files)
+ *   TM_LAYOUT       tensor data misaligned, overlapping or outside the file
+ *   TM_UNSUPPORTED  nested arrays; a tensor type that is unknown, removed from ggml, or not
+ *                   one GGUF holds (the safetensors-only ids); a safetensors dtype this
+ *                   library does not know; an index read from standard input (no directory to
+ *                   find its shards in); a URL given to a library built without libcurl
+ * and for a URL, the remote errors of PART 3. The checks: docs/library.md (GGUF) and
+ * docs/safetensors.md. */
 TM_API tm_status tm_open(const char *path, unsigned flags, tm_file **out, tm_error *err);
 
-/* Remote files. When the library is built with libcurl (tm_remote_supported), tm_open takes
- * "http://..." and "https://..." URLs and "hf:OWNER/REPO/FILE[@REVISION]", which is
- * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (HF_ENDPOINT defaults to https://huggingface.co,
- * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that origin (its scheme,
- * host and port: never over plain HTTP for an https endpoint) when HF_TOKEN is set. The
- * header is fetched by HTTP range requests and walked with the same checks as a local file: a
- * first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
- * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
- * default 256 MiB, for all the files of a set together: TM_LIMIT beyond). A split GGUF set
- * opens from its first shard's URL and a safetensors checkpoint from its index's URL, the
- * shards being found beside them.
- *
- * A remote file's tensors have data == NULL: their bytes are fetched by tm_tensor_fetch, or
- * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
- * (several ranges at once for large reads) and decode each piece as it arrives. Redirects are
- * followed, TLS is verified (CURL_CA_BUNDLE names a CA file to use instead of the system's),
- * transient failures (connection errors, HTTP 429 and 5xx) are retried, and each step of a read
- * (a request, or 16 MiB of tensor bytes) must end within TM_HTTP_TIMEOUT seconds (environment;
- * default 120, 0 for none). Errors, with the URL and the HTTP status in the message:
- *   TM_NOT_FOUND    HTTP 404 (or 410)
- *   TM_IO           any other HTTP error (401 and 403 mention HF_TOKEN); DNS, connection, TLS
- *                   and timeout failures (TM_HTTP_TIMEOUT named); a Content-Range that does
- *                   not fit the request or its own total; a server that ignores Range when tensor bytes are
- *                   asked for (the head is still read, and the rest never downloaded); the file
- *                   changing on the server between requests (size, ETag or Last-Modified)
- *   TM_UNSUPPORTED  a URL given to a library built without libcurl
- * tm_writer_tensor_copy (and so tm_writer_new_from) refuses a remote file's tensors. */
-TM_API bool tm_remote_supported(void);
-/* True when the file (any of its shards) is remote. */
-TM_API bool tm_file_is_remote(const tm_file *file);
-/* What was downloaded for the file so far (every shard): body bytes and HTTP requests. Both 0
- * for a local file. */
-TM_API void tm_file_fetched(const tm_file *file, uint64_t *bytes, uint64_t *requests);
-
 /* Walk a GGUF or safetensors image already in memory. The buffer is not copied: it must stay
- * valid and unchanged until tm_close. (Used by the fuzzers and by tools that hold a buffer.) */
+ * valid and unchanged until tm_close. (Used by the fuzzers and by tools that hold a buffer.)
+ * buf may be NULL when len is 0 (then TM_TRUNCATED: an empty file). Returns what tm_open
+ * returns, less the errors of files and URLs: TM_INVALID_ARG for out NULL, buf NULL with len > 0,
+ * or an unknown flag bit; TM_UNSUPPORTED for an index (it has no directory to find its shards
+ * in); the format's errors as tm_open. The image opens alone, whatever the flags say about
+ * shards. */
 TM_API tm_status tm_open_buffer(const void *buf, size_t len, unsigned flags, tm_file **out,
                                 tm_error *err);
 
-/* Release the mapping and the index. tm_close(NULL) does nothing. */
+/* Release the mapping and the index: every pointer the file handed out is then invalid.
+ * tm_close(NULL) does nothing. */
 TM_API void tm_close(tm_file *file);
 
-/* ---------------------------------------------------------------------------------------------
- * The layout: computed once at the end of the walk. No caller computes an offset.
- * ------------------------------------------------------------------------------------------- */
+/* ---- The layout and the shards: computed once at the end of the walk. No caller computes an
+ * offset. ----------------------------------------------------------------------------------- */
 
 typedef enum tm_format { TM_FORMAT_GGUF = 1, TM_FORMAT_SAFETENSORS = 2 } tm_format;
 
@@ -300,6 +344,7 @@ typedef struct tm_layout {
     uint32_t n_shards;           /* files behind this index: 1 unless a sharded checkpoint */
 } tm_layout;
 
+/* The file's layout, owned by the file; NULL for NULL. */
 TM_API const tm_layout *tm_file_layout(const tm_file *file);
 
 /* How many bytes the file lacks: 0 for a whole file. A file cut off short (a download that
@@ -315,11 +360,13 @@ TM_API uint64_t tm_file_missing_bytes(const tm_file *file);
 /* The first bytes of the file as mapped (or read): for tools that show the header as bytes.
  * For a sharded checkpoint, shard 0. tm_file_bytes_size says how many there are: the file's
  * size, or for a remote file (or one read as needed, TM_OPEN_NO_MMAP) the head fetched (at
- * least the whole header). */
+ * least the whole header). NULL and 0 for NULL. */
 TM_API const uint8_t *tm_file_bytes(const tm_file *file);
 TM_API uint64_t tm_file_bytes_size(const tm_file *file);
 
-/* Sharded checkpoints: the path of shard i (i < layout.n_shards), NUL-terminated. */
+/* Sharded checkpoints: the path of shard i (i < layout.n_shards), NUL-terminated, as opened
+ * ("-" for standard input, the URL for a remote file); NULL for a file opened with
+ * tm_open_buffer, for NULL, and for i out of range. */
 TM_API const char *tm_shard_path(const tm_file *file, uint32_t shard);
 /* Shard i's own layout (i < layout.n_shards; NULL otherwise). For a sharded checkpoint,
  * tm_file_layout's byte counts (kv_end, data_start, data_size, tensors_end, file_size) are totals
@@ -327,9 +374,7 @@ TM_API const char *tm_shard_path(const tm_file *file, uint32_t shard);
  * t->offset in its shard. For one file, the same as tm_file_layout. */
 TM_API const tm_layout *tm_shard_layout(const tm_file *file, uint32_t shard);
 
-/* ---------------------------------------------------------------------------------------------
- * Tensors
- * ------------------------------------------------------------------------------------------- */
+/* ---- Tensors ------------------------------------------------------------------------------- */
 
 typedef struct tm_tensor {
     tm_str name;
@@ -351,53 +396,26 @@ typedef struct tm_tensor {
     const tm_file *file;    /* the file the tensor belongs to */
 } tm_tensor;
 
+/* Tensors in the file (every shard's); 0 for NULL. */
 TM_API uint64_t tm_n_tensors(const tm_file *file);
 /* The i-th tensor in file order (GGUF: info order; safetensors: data order), NULL if i is out
  * of range. */
 TM_API const tm_tensor *tm_tensor_at(const tm_file *file, uint64_t i);
-/* Lookup by name in O(1) expected time; NULL when absent. */
+/* Lookup by name (compared by length and bytes; findn takes len bytes of name, which need not
+ * be NUL-terminated) in O(1) expected time; NULL when absent or when file or name is NULL. */
 TM_API const tm_tensor *tm_tensor_find(const tm_file *file, const char *name);
 TM_API const tm_tensor *tm_tensor_findn(const tm_file *file, const char *name, size_t len);
-/* Copy bytes [offset, offset + len) of the tensor's data into buf: from the mapping for a local
- * file, by HTTP range requests for a remote one. TM_INVALID_ARG for a range outside n_bytes;
- * TM_TRUNCATED for a tensor cut off (tm_tensor_is_cut); remote errors as listed under "Remote
- * files". Safe from several threads (a remote file's
- * requests then take turns). */
-TM_API tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, void *buf,
-                                 tm_error *err);
-/* Rows of the tensor: n_elements / ne[0] (0 when n_elements is 0). */
+/* Rows of the tensor: n_elements / ne[0] (0 when n_elements is 0, or for NULL). */
 TM_API uint64_t tm_tensor_rows(const tm_tensor *t);
 /* The shape in the file's own order for safetensors (PyTorch: slowest first), which is ne[]
- * reversed; writes n_dims values to shape and returns n_dims. */
+ * reversed; writes n_dims values to shape and returns n_dims (0 for NULL t). shape must not be
+ * NULL unless n_dims is 0. */
 TM_API uint32_t tm_tensor_shape(const tm_tensor *t, uint64_t shape[4]);
 /* True when some of t's bytes lie past the end of a file opened with TM_OPEN_TRUNCATED (see
  * tm_file_missing_bytes): its data is NULL and its bytes cannot be read. False for NULL. */
 TM_API bool tm_tensor_is_cut(const tm_tensor *t);
 
-/* ---------------------------------------------------------------------------------------------
- * Metadata
- * ------------------------------------------------------------------------------------------- */
-
-typedef enum tm_vtype {
-    TM_V_U8 = 0,
-    TM_V_I8 = 1,
-    TM_V_U16 = 2,
-    TM_V_I16 = 3,
-    TM_V_U32 = 4,
-    TM_V_I32 = 5,
-    TM_V_F32 = 6,
-    TM_V_BOOL = 7,
-    TM_V_STRING = 8,
-    TM_V_ARRAY = 9,
-    TM_V_U64 = 10,
-    TM_V_I64 = 11,
-    TM_V_F64 = 12,
-} tm_vtype;
-
-/* "u8", "i8", ..., "str", "arr", ..., "f64" (ggml's names); NULL for an unknown id. */
-TM_API const char *tm_vtype_name(tm_vtype type);
-/* Bytes of one value of a fixed-size type; 0 for string, array and unknown ids. */
-TM_API uint32_t tm_vtype_size(tm_vtype type);
+/* ---- Metadata: entries, their values, string arrays ----------------------------------------- */
 
 typedef struct tm_kv {
     tm_str key;
@@ -425,26 +443,32 @@ typedef struct tm_value {
     } as;
 } tm_value;
 
+/* Metadata entries; 0 for NULL. */
 TM_API uint64_t tm_n_kv(const tm_file *file);
 /* The i-th entry in file order, NULL if out of range. */
 TM_API const tm_kv *tm_kv_at(const tm_file *file, uint64_t i);
-/* Lookup by key (compared by length and bytes) in O(1) expected time; NULL when absent. */
+/* Lookup by key (compared by length and bytes; findn takes len bytes of key, which need not be
+ * NUL-terminated) in O(1) expected time; NULL when absent or when file or key is NULL. */
 TM_API const tm_kv *tm_kv_find(const tm_file *file, const char *key);
 TM_API const tm_kv *tm_kv_findn(const tm_file *file, const char *key, size_t len);
 /* general.architecture as a string, or {NULL, 0} when absent or not a string. */
 TM_API tm_str tm_architecture(const tm_file *file);
 /* The entry "<general.architecture>.<suffix>", e.g. tm_arch_key(f, "block_count"); NULL when
- * the architecture or the entry is absent. */
+ * the architecture or the entry is absent, suffix is NULL, or the key would be longer than
+ * TM_MAX_NAME_LEN. A key over 255 bytes is built in a heap buffer, freed before the call
+ * returns (NULL when that allocation fails). */
 TM_API const tm_kv *tm_arch_key(const tm_file *file, const char *suffix);
 
-/* A scalar or string entry as a tm_value. TM_WRONG_TYPE for an array. */
+/* A scalar or string entry as a tm_value (a string's tm_str points into the file). Returns
+ * TM_OK, or TM_NOT_FOUND (kv NULL), TM_INVALID_ARG (out NULL), TM_WRONG_TYPE (an array). */
 TM_API tm_status tm_kv_value(const tm_kv *kv, tm_value *out);
-/* Element i of an array of a fixed-size type. TM_WRONG_TYPE for a string array or a scalar,
- * TM_INVALID_ARG when i >= count. */
+/* Element i of an array of a fixed-size type. Returns TM_OK, or TM_NOT_FOUND (kv NULL),
+ * TM_INVALID_ARG (out NULL, or i >= count), TM_WRONG_TYPE (a string array or a scalar). */
 TM_API tm_status tm_kv_elem(const tm_kv *kv, uint64_t i, tm_value *out);
 /* Convenience: an unsigned integer entry of any width (u8..u64, or a non-negative signed one),
- * a float entry (f32 or f64), a string entry. TM_WRONG_TYPE otherwise. kv may be NULL
- * (TM_NOT_FOUND). */
+ * a float entry (f32 or f64; an integer entry is not widened), a string entry. Returns TM_OK,
+ * or TM_NOT_FOUND (kv NULL), TM_WRONG_TYPE (any other type, a negative signed integer, an
+ * array). out must not be NULL; *out is set only on TM_OK. */
 TM_API tm_status tm_kv_get_uint(const tm_kv *kv, uint64_t *out);
 TM_API tm_status tm_kv_get_float(const tm_kv *kv, double *out);
 TM_API tm_status tm_kv_get_str(const tm_kv *kv, tm_str *out);
@@ -452,7 +476,10 @@ TM_API tm_status tm_kv_get_str(const tm_kv *kv, tm_str *out);
 /* Walk a string array without allocating:
  *     tm_str_iter it; tm_str s;
  *     if (tm_kv_strings(kv, &it) == TM_OK) while (tm_str_next(&it, &s)) ...
- * The iterator is bounded by the array's bytes, so it cannot run outside them. */
+ * The iterator is bounded by the array's bytes, so it cannot run outside them. tm_kv_strings
+ * returns TM_OK, or TM_NOT_FOUND (kv NULL), TM_INVALID_ARG (it NULL), TM_WRONG_TYPE (not an
+ * array of strings). tm_str_next sets *out to the next string and returns true, or returns
+ * false at the end (and for it NULL); out must not be NULL. */
 typedef struct tm_str_iter {
     const uint8_t *p, *end;
     uint64_t left;
@@ -460,22 +487,122 @@ typedef struct tm_str_iter {
 TM_API tm_status tm_kv_strings(const tm_kv *kv, tm_str_iter *it);
 TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
 
-/* ---------------------------------------------------------------------------------------------
- * Dequantization: decode blocks where they lie in the mapping into the caller's float buffer.
- * Nothing is allocated per call, except for a remote file's tensor: its blocks are fetched
- * into two buffers of at most 16 MiB, piece by piece, each decoded as it arrives while the next
- * is fetched (errors as tm_tensor_fetch). A type without a kernel is TM_UNSUPPORTED naming the
- * type.
- * ------------------------------------------------------------------------------------------- */
+/* =============================================================================================
+ * PART 3  Remote files: URLs and hf:
+ *
+ * When the library is built with libcurl (tm_remote_supported), tm_open takes "http://..." and
+ * "https://..." URLs and "hf:OWNER/REPO/FILE[@REVISION]", which is
+ * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (HF_ENDPOINT defaults to https://huggingface.co,
+ * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that origin (its scheme,
+ * host and port: never over plain HTTP for an https endpoint) when HF_TOKEN is set. The
+ * header is fetched by HTTP range requests and walked with the same checks as a local file: a
+ * first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
+ * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
+ * default 256 MiB, for all the files of a set together: TM_LIMIT beyond). A split GGUF set
+ * opens from its first shard's URL and a safetensors checkpoint from its index's URL, the
+ * shards being found beside them.
+ *
+ * A remote file's tensors have data == NULL: their bytes are fetched by tm_tensor_fetch, or
+ * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
+ * (several ranges at once for large reads) and decode each piece as it arrives. Redirects are
+ * followed, TLS is verified (CURL_CA_BUNDLE names a CA file to use instead of the system's),
+ * transient failures (connection errors, HTTP 429 and 5xx) are retried, and each step of a read
+ * (a request, or 16 MiB of tensor bytes) must end within TM_HTTP_TIMEOUT seconds (environment;
+ * default 120, 0 for none). Errors, with the URL and the HTTP status in the message:
+ *   TM_NOT_FOUND    HTTP 404 (or 410)
+ *   TM_IO           any other HTTP error (401 and 403 mention HF_TOKEN); DNS, connection, TLS
+ *                   and timeout failures (TM_HTTP_TIMEOUT named); a Content-Range that does
+ *                   not fit the request or its own total; a server that ignores Range when
+ *                   tensor bytes are asked for (the head is still read, and the rest never
+ *                   downloaded); the file changing on the server between requests (size, ETag
+ *                   or Last-Modified)
+ *   TM_LIMIT        a header (a set's headers together) longer than TM_HTTP_HEAD_LIMIT
+ *   TM_INVALID_ARG  an hf: name that is not hf:OWNER/REPO/FILE or hf:OWNER/REPO/FILE@REVISION
+ *   TM_NOMEM        out of memory for the head or a request
+ *   TM_UNSUPPORTED  a URL given to a library built without libcurl
+ * tm_writer_tensor_copy (and so tm_writer_new_from) refuses a remote file's tensors. Outputs
+ * are local files only: tm_outfile_open refuses a URL.
+ * =========================================================================================== */
+
+/* Whether this library was built with libcurl, and so opens URLs. */
+TM_API bool tm_remote_supported(void);
+/* True when the file (any of its shards) is remote; false for NULL. */
+TM_API bool tm_file_is_remote(const tm_file *file);
+/* What was downloaded for the file so far (every shard): body bytes and HTTP requests. Both 0
+ * for a local file and for NULL. Either pointer may be NULL. */
+TM_API void tm_file_fetched(const tm_file *file, uint64_t *bytes, uint64_t *requests);
+
+/* Copy bytes [offset, offset + len) of the tensor's data into buf: from the mapping for a local
+ * file, by HTTP range requests for a remote one. Returns TM_OK (len 0 copies nothing, and buf
+ * may then be NULL), or TM_INVALID_ARG (t NULL; buf NULL with len > 0; a range outside n_bytes;
+ * a tensor with neither data nor a file), TM_TRUNCATED (a tensor cut off: tm_tensor_is_cut),
+ * or for a remote file the errors above. Allocates
+ * nothing for a local tensor. Safe from several threads (a remote file's requests then take
+ * turns). */
+TM_API tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, void *buf,
+                                 tm_error *err);
+
+/* =============================================================================================
+ * PART 4  Computing: instruction sets, decoding to float32, matvec, rounding to f16/bf16
+ *
+ * Naming: the threading suffix is inverted between the two families, and stays so until an API
+ * break aligns them: tm_dequant_rows runs on the calling thread and tm_dequant_rows_mt takes
+ * n_threads, while tm_matvec takes n_threads and tm_matvec_rows runs on the calling thread.
+ * A call given n_threads starts up to that many threads minus one (0 = one per online CPU, at
+ * most 64 in all) and joins them before it returns; a thread that cannot be started is not an
+ * error, the others do its share. The result never depends on the thread count.
+ * =========================================================================================== */
+
+/* ---- Instruction sets: one choice for every kernel family (decoding and matvec) ------------ */
+
+/* The instruction-set path in use: "scalar", "avx2", "avx512" or "neon". Chosen once at first
+ * use from cpuid/xgetbv, or from the environment variable TM_ISA. "none" when TM_ISA names a
+ * path that is unknown or that this machine cannot run: every decode and matvec then fails with
+ * TM_ISA saying why, until tm_set_isa chooses one. A static string, never NULL. */
+TM_API const char *tm_isa(void);
+/* Force a path by name, for the whole process: the calls that follow, on every thread, use
+ * it. Returns TM_OK, or TM_INVALID_ARG
+ * (name NULL), TM_ISA (the name is unknown, not built into this library for this architecture,
+ * or the CPU/OS lacks it; the path in use is then unchanged). */
+TM_API tm_status tm_set_isa(const char *name, tm_error *err);
+/* Whether this machine can run a path built into this library ("scalar" always can); false for
+ * NULL and unknown names. */
+TM_API bool tm_isa_available(const char *name);
+/* The i-th instruction-set path built into this library for this architecture (i = 0, 1, ...;
+ * "scalar" first, the best last), whether or not this CPU can run it; NULL past the last. For
+ * programs that try every path (tests, benchmarks) without keeping a list of names. */
+TM_API const char *tm_isa_built(unsigned i);
+
+/* ---- Decoding: blocks decoded where they lie in the mapping into the caller's float buffer --
+ *
+ * Every tm_dequant_* call returns TM_OK, or:
+ *   TM_INVALID_ARG  t NULL; out NULL (or the tensor's data NULL) when there is something to
+ *                   decode; a range outside the tensor; a tensor, range or row that is not a
+ *                   whole number of blocks; an output too large to address
+ *   TM_UNSUPPORTED  a type without a decoder (tm_type_can_dequant is false), naming the type
+ *   TM_ISA          TM_ISA names a path this machine cannot run (tm_set_isa clears it)
+ *   TM_TRUNCATED    a tensor cut off (tm_tensor_is_cut), naming it
+ * and, for a tensor without data (remote, or in a file TM_OPEN_NO_MMAP reads as needed), the
+ * errors of tm_tensor_fetch and TM_NOMEM. Nothing is allocated for a tensor with data, and on
+ * failure out is untouched. A tensor without data has its blocks fetched into two buffers of
+ * at most 16 MiB, piece by piece, each piece decoded as it arrives while the next is fetched on
+ * a thread of its own; a failure then leaves the pieces before it decoded. Safe from any number
+ * of threads on one tm_file. */
+
+/* True when tm_dequant_* (and tm_matvec*) can decode the type to float32: on every path alike
+ * (a path without its own kernel for a type uses its fallback's). */
+TM_API bool tm_type_can_dequant(tm_type type);
 
 /* Decode n_blocks whole blocks starting at block first_block into out
- * (n_blocks * tm_type_block_elems(t->type) floats). TM_INVALID_ARG past the end. */
+ * (n_blocks * tm_type_block_elems(t->type) floats), on the calling thread. */
 TM_API tm_status tm_dequant_blocks(const tm_tensor *t, uint64_t first_block, uint64_t n_blocks,
                                    float *out, tm_error *err);
-/* Decode elements [first, first + n) (both on block boundaries). */
+/* Decode elements [first, first + n) (both on block boundaries: TM_INVALID_ARG otherwise), on
+ * the calling thread. */
 TM_API tm_status tm_dequant_elements(const tm_tensor *t, uint64_t first, uint64_t n, float *out,
                                      tm_error *err);
-/* Decode rows [r0, r1) (a row is ne[0] elements) into out ((r1 - r0) * ne[0] floats). */
+/* Decode rows [r0, r1) (a row is ne[0] elements) into out ((r1 - r0) * ne[0] floats), on the
+ * calling thread. TM_INVALID_ARG for r0 > r1 or r1 > tm_tensor_rows(t). */
 TM_API tm_status tm_dequant_rows(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
                                  tm_error *err);
 /* Decode the whole tensor (n_elements floats) on n_threads threads (0 = online CPUs); the
@@ -486,77 +613,15 @@ TM_API tm_status tm_dequant_tensor(const tm_tensor *t, float *out, unsigned n_th
  * tm_dequant_tensor: bit-identical to one thread. */
 TM_API tm_status tm_dequant_rows_mt(const tm_tensor *t, uint64_t r0, uint64_t r1, float *out,
                                     unsigned n_threads, tm_error *err);
-/* Decode n_elements (a whole number of blocks) of type from raw block bytes. */
+/* Decode n_elements (a whole number of blocks) of type from raw block bytes, on the calling
+ * thread. Errors as above, with blocks in t's place: TM_INVALID_ARG for a partial block, or
+ * blocks or out NULL when n_elements > 0; TM_UNSUPPORTED for a type without a decoder. */
 TM_API tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_elements,
                                 float *out, tm_error *err);
 
-/* The instruction-set path in use: "scalar", "avx2", "avx512" or "neon". Chosen once at first
- * use from cpuid/xgetbv, or from the environment variable TM_ISA. "none" when TM_ISA names a
- * path that is unknown or that this machine cannot run: every decode then fails with TM_ISA
- * saying why, until tm_set_isa chooses one. */
-TM_API const char *tm_isa(void);
-/* Force a path by name. TM_ISA when the name is unknown or the CPU/OS lacks it. */
-TM_API tm_status tm_set_isa(const char *name, tm_error *err);
-/* Whether this machine can run a path ("scalar" always can). */
-TM_API bool tm_isa_available(const char *name);
-/* The i-th instruction-set path built into this library for this architecture (i = 0, 1, ...;
- * "scalar" first, the best last), whether or not this CPU can run it; NULL past the last. For
- * programs that try every path (tests, benchmarks) without keeping a list of names. */
-TM_API const char *tm_isa_built(unsigned i);
-
-/* Round float32 values to IEEE binary16 (f16) or bfloat16, to nearest with ties to even, as
- * PyTorch's Tensor.to(torch.float16 / torch.bfloat16) rounds: subnormal results are kept (no
- * flush to zero), values beyond the largest finite one become infinity, infinities stay, and NaN
- * stays NaN (quiet, its sign kept, its payload not). Integer arithmetic only: the result does
- * not depend on the FPU's mode. src and dst may not overlap. */
-TM_API void tm_f32_to_f16(const float *src, uint16_t *dst, size_t n);
-TM_API void tm_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
-
-/* ---------------------------------------------------------------------------------------------
- * Writing safetensors files, streamed: declare the metadata and every tensor first (the header
- * holds all offsets), then tm_st_writer_begin writes the header and the tensors' bytes follow
- * in the order declared, in pieces of any size. Laid out as the reference writer (Hugging Face
- * safetensors) lays it out: "__metadata__" first, the JSON header padded with spaces to a
- * multiple of 8 bytes, the tensors contiguous in the order declared (declare larger element
- * sizes first and every tensor is aligned to its element size). The file is written through
- * tm_outfile: nothing appears at path until tm_st_writer_finish succeeds, and what path named
- * before is untouched on any failure.
- * Errors: TM_INVALID_ARG (calls out of order, more or fewer data bytes than declared),
- * TM_DUPLICATE (a name or key twice), TM_BAD_VALUE (a name, key or value not valid UTF-8),
- * TM_UNSUPPORTED (a type with no safetensors dtype: the block-quantized ones), TM_LIMIT (more
- * than 4 dimensions, sizes past 2^63), TM_IO (with the system's reason), TM_NOMEM.
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct tm_st_writer tm_st_writer;
-
-TM_API tm_status tm_st_writer_new(tm_st_writer **out, tm_error *err);
-/* Frees the writer; a file begun and not finished is removed (only the temporary file). */
-TM_API void tm_st_writer_free(tm_st_writer *w);
-/* A "__metadata__" entry (string to string). All of them come before the first tensor. */
-TM_API tm_status tm_st_writer_meta(tm_st_writer *w, const char *key, const char *value,
-                                   tm_error *err);
-/* A tensor of dtype (f64, f32, f16, bf16, the integer types, bool, f8) and shape in PyTorch
- * order (slowest first; n_dims 0 is a scalar). */
-TM_API tm_status tm_st_writer_tensor(tm_st_writer *w, const char *name, tm_type dtype,
-                                     uint32_t n_dims, const uint64_t *shape, tm_error *err);
-/* Bytes of tensor data declared so far. */
-TM_API uint64_t tm_st_writer_data_size(const tm_st_writer *w);
-/* Write the header to a temporary file beside path. */
-TM_API tm_status tm_st_writer_begin(tm_st_writer *w, const char *path, tm_error *err);
-/* The temporary file being written (NULL before tm_st_writer_begin), for a signal handler
- * that must remove it before the process dies. */
-TM_API const char *tm_st_writer_temp_path(const tm_st_writer *w);
-/* The next n bytes of tensor data, in declaration order. */
-TM_API tm_status tm_st_writer_write(tm_st_writer *w, const void *bytes, size_t n,
-                                    tm_error *err);
-/* Check every declared byte arrived, sync, rename into place; frees w, also on failure. */
-TM_API tm_status tm_st_writer_finish(tm_st_writer *w, tm_error *err);
-
-/* ---------------------------------------------------------------------------------------------
- * Matrix-vector product on the blocks where they lie: y = W x, one token at a time, without a
- * float32 copy of W. The path is the dequant kernels' (tm_isa, TM_ISA, tm_set_isa). Types and
- * modes per path, measured speed and error bounds: docs/matvec.md.
- * ------------------------------------------------------------------------------------------- */
+/* ---- Matrix-vector product on the blocks where they lie: y = W x, one token at a time,
+ * without a float32 copy of W. The path is the one above (tm_isa, TM_ISA, tm_set_isa). Types
+ * and modes per path, measured speed and error bounds: docs/matvec.md. ---------------------- */
 
 /* x as float32: each block is decoded in registers and multiplied by x. |y - W x| <= 1e-6 of
  * max|y| over the rows, W x taken exactly (double) from the decoded W. */
@@ -568,17 +633,22 @@ TM_API tm_status tm_st_writer_finish(tm_st_writer *w, tm_error *err);
  * result. x must be finite: a NaN or an infinity makes every y NaN. */
 #define TM_MATVEC_Q8 1u
 
-/* y[i] = sum over c < w->ne[0] of W[r0 + i][c] * x[c], for i < r1 - r0. x has ne[0] floats, y
- * has r1 - r0. A row is ne[0] elements: a 1-D tensor is one row, a 3-D or 4-D one is
- * ne[1] * ne[2] * ne[3] rows (tm_tensor_rows). Each y depends only on its row, x and the mode
- * and path: never on r0, r1 or threads. TM_MATVEC_Q8 allocates one buffer of about 1.14 ne[0]
- * bytes per call (x quantized); TM_MATVEC_F32 allocates nothing. Safe on one tm_file from any
- * number of threads. Errors (err filled, y untouched):
+/* y[i] = sum over c < w->ne[0] of W[r0 + i][c] * x[c], for i < r1 - r0, on the calling thread.
+ * x has ne[0] floats, y has r1 - r0. A row is ne[0] elements: a 1-D tensor is one row, a 3-D or
+ * 4-D one is ne[1] * ne[2] * ne[3] rows (tm_tensor_rows). Each y depends only on its row, x and
+ * the mode and path: never on r0, r1 or threads. TM_MATVEC_Q8 allocates one buffer of about
+ * 1.14 ne[0] bytes per call (x quantized, freed before return); TM_MATVEC_F32 allocates nothing
+ * for a local tensor. Safe on one tm_file from any number of threads. Returns TM_OK, or (err
+ * filled, y untouched):
  *   TM_INVALID_ARG  w, x or y NULL; mode unknown; r0 > r1 or r1 > rows; a row that is not a
- *                   whole number of blocks
+ *                   whole number of blocks; a local tensor without data
  *   TM_UNSUPPORTED  a type this library cannot decode (tm_type_can_dequant is false)
  *   TM_ISA          TM_ISA names a path this machine cannot run (tm_set_isa clears it)
- *   TM_NOMEM        TM_MATVEC_Q8's buffer for x could not be allocated */
+ *   TM_NOMEM        TM_MATVEC_Q8's buffer for x could not be allocated
+ *   TM_TRUNCATED    a tensor cut off (tm_tensor_is_cut), naming it
+ * and, for a remote tensor, fetched in pieces as tm_dequant_* fetches it, the errors of
+ * tm_tensor_fetch and TM_NOMEM for the pieces (the rows of the pieces before a failed one are
+ * then written). */
 TM_API tm_status tm_matvec_rows(const tm_tensor *w, uint64_t r0, uint64_t r1, const float *x,
                                 float *y, unsigned mode, tm_error *err);
 /* All rows (y has tm_tensor_rows(w) floats) on n_threads threads (0 = online CPUs), x quantized
@@ -587,48 +657,130 @@ TM_API tm_status tm_matvec_rows(const tm_tensor *w, uint64_t r0, uint64_t r1, co
 TM_API tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
                            unsigned n_threads, tm_error *err);
 
-/* ---------------------------------------------------------------------------------------------
- * Writing GGUF files. The header is built in memory; tm_writer_finish writes header, padding
- * and data. Tensor data is referenced, not copied (keep it alive until finish); NULL data
- * leaves a hole (the file is extended with ftruncate: sparse, nothing written).
- * ------------------------------------------------------------------------------------------- */
+/* ---- Rounding float32 to 16 bits -------------------------------------------------------------*/
 
-typedef struct tm_writer tm_writer;
-/* An output file being written whole or not at all ("Writing any file safely", below). */
+/* Round float32 values to IEEE binary16 (f16) or bfloat16, to nearest with ties to even, as
+ * PyTorch's Tensor.to(torch.float16 / torch.bfloat16) rounds: subnormal results are kept (no
+ * flush to zero), values beyond the largest finite one become infinity, infinities stay, and NaN
+ * stays NaN (quiet, its sign kept, its payload not). Integer arithmetic only: the result does
+ * not depend on the FPU's mode. src and dst hold n values (either may be NULL only when n is 0)
+ * and may not overlap. Cannot fail, allocates nothing, any thread. */
+TM_API void tm_f32_to_f16(const float *src, uint16_t *dst, size_t n);
+TM_API void tm_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
+
+/* =============================================================================================
+ * PART 5  Writing: tm_outfile, the GGUF writer, the safetensors writer
+ *
+ * A writer or an outfile is one caller's: used by one thread at a time (different ones may be
+ * used on different threads at once). Both writers write through tm_outfile, so what path named
+ * before is replaced only by a whole new file, and left exactly as it was on any failure.
+ * =========================================================================================== */
+
+/* ---- tm_outfile: the one way to write a file, whole or not at all, never at the cost of what
+ * path named before. ---------------------------------------------------------------------------
+ *
+ * For a regular file (or a path that does not exist yet), tm_outfile_open creates a new
+ * temporary file in the same directory (O_EXCL; permissions 0666 less the umask, or the
+ * existing file's). The caller writes to tm_outfile_fd; tm_outfile_commit fsyncs it, renames
+ * it over path and fsyncs the directory. tm_outfile_abort, or a commit that fails, removes the
+ * temporary file and nothing else. path itself is never opened for writing, truncated or
+ * unlinked: until the rename it is untouched, and a process that has the old file open or
+ * mapped keeps reading the old contents. A symlink at path that names a file is kept: the file
+ * it names is the one replaced. A symlink anywhere on the path that another user owns in a
+ * sticky world-writable directory (/tmp), unless that user owns the directory, is not followed
+ * (TM_IO, naming it): the kernel's fs.protected_symlinks rule, applied whatever the sysctl
+ * says, since such a link may have been planted to send the output over a file of the caller's.
+ * A character device or a FIFO at path is opened and written directly (no O_TRUNC) and never
+ * removed; a directory, block device or socket is refused (TM_IO). */
+
 typedef struct tm_outfile tm_outfile;
 
-/* A writer for GGUF version 3 (tm_writer_set_version for 2), alignment 32 unless set. */
+/* Start writing path. Returns TM_OK with *out a new outfile, which tm_outfile_commit or
+ * tm_outfile_abort frees; or TM_INVALID_ARG (out or path NULL, path empty, path a URL: write
+ * ./NAME for a local file of that name), TM_IO (with the system's reason: the directory cannot
+ * take a temporary file, path cannot be examined, path is a directory, block device or socket,
+ * a planted symlink as above),
+ * TM_NOMEM. On failure nothing is created and *out is NULL (when out and path are set). */
+TM_API tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err);
+/* The descriptor to write to (owned by the outfile; do not close it); -1 for NULL. */
+TM_API int tm_outfile_fd(const tm_outfile *o);
+/* The temporary file's path, or NULL when writing directly to a device or FIFO, and for NULL
+ * (for a signal handler that must remove it before the process dies: unlink is
+ * async-signal-safe). Owned by the outfile. */
+TM_API const char *tm_outfile_temp_path(const tm_outfile *o);
+/* Sync and rename into place; frees o, also on failure. Returns TM_OK, or TM_INVALID_ARG (o
+ * NULL), or TM_IO with the system's reason: a sync, close or rename that failed (the temporary
+ * file is then removed and path untouched), or a directory that could not be synced after the
+ * rename (the new file is then in place, but the rename may not survive a crash). A device or
+ * FIFO is closed (TM_IO when close fails). */
+TM_API tm_status tm_outfile_commit(tm_outfile *o, tm_error *err);
+/* Close, remove the temporary file, free o. NULL is a no-op. */
+TM_API void tm_outfile_abort(tm_outfile *o);
+
+/* ---- GGUF writer: the header is built in memory; tm_writer_finish writes header, padding and
+ * data. Tensor data is referenced, not copied (keep it alive until finish); NULL data leaves a
+ * hole (the file is extended with ftruncate: sparse, nothing written). ----------------------
+ *
+ * Every tm_writer_* call on a writer that returns a status gives TM_INVALID_ARG for w NULL
+ * (tm_writer_free does nothing with NULL, tm_writer_header_bytes returns 0). The adders copy
+ * keys, names and values into the writer (tensor data excepted) and check what the reader
+ * checks of one entry or tensor; what the reader checks across them (duplicates, overlaps) is
+ * refused by tm_writer_finish. An adder that fails adds nothing, and the writer stays usable.
+ * Each may also give TM_NOMEM. */
+
+typedef struct tm_writer tm_writer;
+
+/* A writer for GGUF version 3 (tm_writer_set_version for 2), alignment 32 unless set, verify
+ * off, no progress callback. Returns TM_OK with *out a new writer, which tm_writer_finish or
+ * tm_writer_free frees; or TM_INVALID_ARG (out NULL), TM_NOMEM. */
 TM_API tm_status tm_writer_new(tm_writer **out, tm_error *err);
+/* Free the writer without writing anything (nothing is on disk before tm_writer_finish). NULL
+ * is a no-op. */
 TM_API void tm_writer_free(tm_writer *w);
+/* TM_BAD_VERSION for a version other than 2 or 3. */
 TM_API tm_status tm_writer_set_version(tm_writer *w, uint32_t version, tm_error *err);
 /* The alignment used to place tensors and the data section (a power of two). It does NOT add a
- * general.alignment entry: add one with tm_writer_kv_scalar if the file should declare it. */
+ * general.alignment entry: add one with tm_writer_kv_scalar if the file should declare it.
+ * TM_BAD_VALUE for 0 or not a power of two; TM_INVALID_ARG once a tensor has been added. */
 TM_API tm_status tm_writer_set_alignment(tm_writer *w, uint32_t alignment, tm_error *err);
 
 /* Metadata, in the order added. value points to one value of the type's size (native
- * endianness; the writer stores little-endian). */
+ * endianness; the writer stores little-endian). The metadata adders refuse: TM_INVALID_ARG (key
+ * NULL; value, elems or strs NULL when there is something to read there; a string NULL with a
+ * length), TM_BAD_VALUE (an empty key; for kv_scalar and kv_array a type that is not
+ * fixed-size, string and array included; a bool that is not 0 or 1), TM_LIMIT (a key over
+ * TM_MAX_NAME_LEN bytes, a string over TM_MAX_STRING_LEN, a size that overflows). A key already
+ * added is refused by tm_writer_finish (TM_DUPLICATE). */
 TM_API tm_status tm_writer_kv_scalar(tm_writer *w, const char *key, tm_vtype type,
                                      const void *value, tm_error *err);
+/* A string of len bytes at s (s may be NULL when len is 0). */
 TM_API tm_status tm_writer_kv_str(tm_writer *w, const char *key, const char *s, size_t len,
                                   tm_error *err);
 /* An array of a fixed-size element type: count elements at elems (native endianness). */
 TM_API tm_status tm_writer_kv_array(tm_writer *w, const char *key, tm_vtype elem_type,
                                     const void *elems, uint64_t count, tm_error *err);
-/* An array of strings (each NUL-terminated when lens is NULL). */
+/* An array of strings (each NUL-terminated when lens is NULL; a NULL string is then empty). */
 TM_API tm_status tm_writer_kv_str_array(tm_writer *w, const char *key, const char *const *strs,
                                         const size_t *lens, uint64_t count, tm_error *err);
 
 /* A tensor placed after the previous one, rounded up to the alignment. n_bytes is computed
- * from ne and type. data may be NULL (a hole). */
+ * from ne and type. data may be NULL (a hole). The tensor adders refuse: TM_INVALID_ARG (name
+ * NULL), TM_BAD_VALUE (an empty name; n_dims not 1..4 or ne NULL; a dimension of 0; a row that
+ * is not a whole number of blocks), TM_LIMIT (a name over TM_MAX_NAME_LEN bytes; a dimension of
+ * 2^63 or more; an element count, size or offset that overflows), TM_UNSUPPORTED (a type that is
+ * not a GGUF type this library knows: unknown, removed, or a safetensors-only id). A name
+ * already added is refused by tm_writer_finish (TM_DUPLICATE), overlapping tensors too
+ * (TM_LAYOUT). */
 TM_API tm_status tm_writer_tensor(tm_writer *w, const char *name, tm_type type, uint32_t n_dims,
                                   const uint64_t *ne, const void *data, tm_error *err);
-/* A tensor at an explicit offset from the data start (for exact header round trips). */
+/* A tensor at an explicit offset from the data start (for exact header round trips).
+ * TM_LAYOUT for an offset that is not a multiple of the alignment. */
 TM_API tm_status tm_writer_tensor_at(tm_writer *w, const char *name, tm_type type,
                                      uint32_t n_dims, const uint64_t *ne, uint64_t offset,
                                      const void *data, tm_error *err);
 /* Bytes of header built so far: called before and after an add, it tells where that field
  * went (the chapter's "where every field went" comes from the writer's own counter). Tensor
- * infos are counted where they will land (after all metadata). */
+ * infos are counted where they will land (after all metadata). 0 for NULL. */
 TM_API uint64_t tm_writer_header_bytes(const tm_writer *w);
 /* The data section's size is at least the end of the last tensor; make it at least n bytes
  * (a stand-in for a file whose tail is not described by its tensors). */
@@ -640,41 +792,53 @@ TM_API tm_status tm_writer_set_data_size(tm_writer *w, uint64_t n, tm_error *err
  * longer the one mapped or the kernel cannot copy between the two files. Never through a copy
  * of the whole file in memory. */
 
-/* A copy of entry kv of an open file, added after the entries so far. */
+/* A copy of entry kv of an open file, added after the entries so far (its bytes are copied:
+ * the file may be closed after). TM_INVALID_ARG for kv NULL or not an entry; otherwise the
+ * metadata adders' errors for its key. */
 TM_API tm_status tm_writer_kv_copy(tm_writer *w, const tm_kv *kv, tm_error *err);
-/* Remove the entry key from the writer. TM_NOT_FOUND when it holds none. To change a value,
- * delete the key and add it again (it then comes last). */
+/* Remove the entry key from the writer (the first, if it was added twice). TM_INVALID_ARG for
+ * key NULL, TM_NOT_FOUND when it holds none. To change a value, delete the key and add it again
+ * (it then comes last). */
 TM_API tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *err);
 /* Tensor t of the open file f, under name (NULL: t's own name), with t's type and shape; its
  * bytes are referenced. same_offset places it at t's own offset (the data section of a one-file
  * source kept as it is), else after the previous tensor. When every tensor of the writer is one
  * of a one-file source's tensors, all of them, each at its own offset, the source's whole data
  * section is written as it is: the bytes between tensors and after the last (ggml pads the
- * last tensor to the alignment) included, so the file keeps its size when its header does. */
+ * last tensor to the alignment) included, so the file keeps its size when its header does.
+ * TM_INVALID_ARG for f or t NULL (t must
+ * be one of f's tensors); TM_UNSUPPORTED for a remote file's tensor; TM_TRUNCATED for a tensor
+ * cut off (tm_tensor_is_cut); otherwise the tensor adders' errors. */
 TM_API tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
                                        const char *name, bool same_offset, tm_error *err);
 /* A writer holding f's version, alignment, every entry and every tensor (a one-file source
  * keeps every tensor's offset; a split set's tensors are laid out in order), with
- * verification on. TM_UNSUPPORTED for a safetensors source. */
+ * verification on. Returns TM_OK with *out a new writer, or (*out NULL when out is set)
+ * TM_INVALID_ARG (f or out NULL), TM_UNSUPPORTED (a safetensors source, a remote file's
+ * tensors), TM_NOMEM, or the error of tm_writer_kv_copy or tm_writer_tensor_copy for an entry
+ * or tensor of f (TM_TRUNCATED for a file cut off). */
 TM_API tm_status tm_writer_new_from(const tm_file *f, tm_writer **out, tm_error *err);
 /* With verify on, tm_writer_finish opens the file it wrote with tm_open before it replaces
  * anything, and fails (leaving path as it was) when the reader refuses it or reads other
  * counts or another header size. Off for tm_writer_new, on for tm_writer_new_from. */
 TM_API tm_status tm_writer_set_verify(tm_writer *w, bool verify, tm_error *err);
 /* Called during tm_writer_finish as tensor bytes are written (at least every 64 MiB), with
- * the bytes written so far and the total. */
+ * the bytes written so far and the total, on the thread that calls tm_writer_finish. fn NULL
+ * calls nothing. */
 typedef void (*tm_writer_progress)(void *ctx, uint64_t done, uint64_t total);
 TM_API tm_status tm_writer_set_progress(tm_writer *w, tm_writer_progress fn, void *ctx,
                                         tm_error *err);
 
-/* Write the file and free the writer (also on failure). The file is written through
- * tm_outfile (below): an existing file at path is replaced only when the whole new file is
- * written and synced, and is left exactly as it was on any failure; no partial file is left.
+/* Write the file and free the writer (also on failure; w NULL is TM_INVALID_ARG). The file is
+ * written through tm_outfile: an existing file at path is replaced only when the whole new file
+ * is written and synced, and is left exactly as it was on any failure; no partial file is left.
  * A character device or FIFO at path is written directly and never removed.
  * Before anything is written, what the reader would refuse across entries is refused:
  * TM_DUPLICATE for two keys or two tensor names alike, TM_LAYOUT for overlapping tensors,
  * TM_BAD_VALUE for a general.alignment that is not a u32 equal to the writer's alignment.
- * Also TM_IO (with the system's reason), TM_LIMIT (a file too big), TM_NOMEM. */
+ * Also TM_INVALID_ARG (path NULL, or what tm_outfile_open refuses), TM_IO (with the system's
+ * reason; also a file written with verify on that reads back with other counts), TM_LIMIT (a
+ * file too big), TM_NOMEM, and with verify on any error tm_open gives for the file written. */
 TM_API tm_status tm_writer_finish(tm_writer *w, const char *path, tm_error *err);
 /* tm_writer_finish in two halves, for a caller that must know the temporary file while it is
  * written (a signal handler removes it: tm_outfile_temp_path) or decide when it replaces path
@@ -690,35 +854,59 @@ TM_API tm_status tm_writer_write_to(tm_writer *w, tm_outfile *o, tm_error *err);
  * when buf is NULL or smaller than the header. */
 TM_API tm_status tm_writer_header(const tm_writer *w, void *buf, uint64_t size, tm_error *err);
 
-/* ---------------------------------------------------------------------------------------------
- * Writing any file safely: whole or not at all, never at the cost of what path named before.
+/* ---- Safetensors writer, streamed: declare the metadata and every tensor first (the header
+ * holds all offsets), then tm_st_writer_begin writes the header and the tensors' bytes follow
+ * in the order declared, in pieces of any size. ----------------------------------------------
  *
- * For a regular file (or a path that does not exist yet), tm_outfile_open creates a new
- * temporary file in the same directory (O_EXCL; permissions 0666 less the umask, or the
- * existing file's). The caller writes to tm_outfile_fd; tm_outfile_commit fsyncs it, renames
- * it over path and fsyncs the directory. tm_outfile_abort, or a commit that fails, removes the
- * temporary file and nothing else. path itself is never opened for writing, truncated or
- * unlinked: until the rename it is untouched, and a process that has the old file open or
- * mapped keeps reading the old contents. A symlink at path is kept: the file it names is the
- * one replaced. A symlink anywhere on the path that another user owns in a sticky
- * world-writable directory (/tmp), unless that user owns the directory, is not followed (TM_IO,
- * naming it): the kernel's fs.protected_symlinks rule, applied whatever the sysctl says, since
- * such a link may have been planted to send the output over a file of the caller's.
- * A character device or a FIFO at path is opened and written directly (no O_TRUNC) and never
- * removed; a directory, block device or socket is refused (TM_IO).
- * Errors: TM_INVALID_ARG (NULL arguments), TM_IO (with the system's reason), TM_NOMEM.
- * ------------------------------------------------------------------------------------------- */
+ * Laid out as the reference writer (Hugging Face safetensors) lays it out: "__metadata__"
+ * first, the JSON header padded with spaces to a multiple of 8 bytes, the tensors contiguous in
+ * the order declared (declare larger element sizes first and every tensor is aligned to its
+ * element size). The file is written through tm_outfile: nothing appears at path until
+ * tm_st_writer_finish succeeds, and what path named before is untouched on any failure.
+ * Errors: TM_INVALID_ARG (calls out of order, more or fewer data bytes than declared),
+ * TM_DUPLICATE (a name or key twice), TM_BAD_VALUE (a name, key or value not valid UTF-8),
+ * TM_UNSUPPORTED (a type with no safetensors dtype: the block-quantized ones), TM_LIMIT (more
+ * than 4 dimensions, sizes past 2^63), TM_IO (with the system's reason), TM_NOMEM.
+ * Unlike the GGUF writer's, these calls do not check their pointers: w, out, names, keys and
+ * shape (when n_dims > 0) must not be NULL (tm_st_writer_free(NULL) alone is a no-op). After
+ * TM_IO, free the writer: the file cannot be finished. */
 
-TM_API tm_status tm_outfile_open(tm_outfile **out, const char *path, tm_error *err);
-/* The descriptor to write to (owned by the outfile; do not close it). */
-TM_API int tm_outfile_fd(const tm_outfile *o);
-/* The temporary file's path, or NULL when writing directly to a device or FIFO (for a signal
- * handler that must remove it before the process dies: unlink is async-signal-safe). */
-TM_API const char *tm_outfile_temp_path(const tm_outfile *o);
-/* Sync and rename into place; frees o, also on failure (then the temporary file is gone). */
-TM_API tm_status tm_outfile_commit(tm_outfile *o, tm_error *err);
-/* Close, remove the temporary file, free o. NULL is a no-op. */
-TM_API void tm_outfile_abort(tm_outfile *o);
+typedef struct tm_st_writer tm_st_writer;
+
+/* Returns TM_OK with *out a new writer, which tm_st_writer_finish or tm_st_writer_free frees;
+ * or TM_NOMEM. */
+TM_API tm_status tm_st_writer_new(tm_st_writer **out, tm_error *err);
+/* Frees the writer; a file begun and not finished is removed (only the temporary file). NULL
+ * is a no-op. */
+TM_API void tm_st_writer_free(tm_st_writer *w);
+/* A "__metadata__" entry (string to string). All of them come before the first tensor.
+ * TM_INVALID_ARG after a tensor or after tm_st_writer_begin; TM_DUPLICATE for a key twice;
+ * TM_BAD_VALUE for a key or value not valid UTF-8 (value NULL included). */
+TM_API tm_status tm_st_writer_meta(tm_st_writer *w, const char *key, const char *value,
+                                   tm_error *err);
+/* A tensor of dtype (f64, f32, f16, bf16, the integer types, bool, f8) and shape in PyTorch
+ * order (slowest first; n_dims 0 is a scalar). TM_INVALID_ARG after tm_st_writer_begin;
+ * TM_BAD_VALUE for a name not valid UTF-8; TM_UNSUPPORTED for a type with no dtype; TM_LIMIT for
+ * more than 4 dimensions or a size past 2^63 bytes; TM_DUPLICATE for a name twice or
+ * "__metadata__". */
+TM_API tm_status tm_st_writer_tensor(tm_st_writer *w, const char *name, tm_type dtype,
+                                     uint32_t n_dims, const uint64_t *shape, tm_error *err);
+/* Bytes of tensor data declared so far. */
+TM_API uint64_t tm_st_writer_data_size(const tm_st_writer *w);
+/* Write the header to a temporary file beside path. TM_INVALID_ARG when called twice, or for
+ * what tm_outfile_open refuses; TM_IO, TM_NOMEM. */
+TM_API tm_status tm_st_writer_begin(tm_st_writer *w, const char *path, tm_error *err);
+/* The temporary file being written (NULL before tm_st_writer_begin, or when writing directly
+ * to a device or FIFO), for a signal handler that must remove it before the process dies. */
+TM_API const char *tm_st_writer_temp_path(const tm_st_writer *w);
+/* The next n bytes of tensor data, in declaration order. TM_INVALID_ARG before
+ * tm_st_writer_begin or past the bytes declared (nothing is then written); TM_IO. */
+TM_API tm_status tm_st_writer_write(tm_st_writer *w, const void *bytes, size_t n,
+                                    tm_error *err);
+/* Check every declared byte arrived, sync, rename into place; frees w, also on failure.
+ * TM_INVALID_ARG before tm_st_writer_begin or when bytes are missing (the file is then
+ * removed); otherwise the errors of tm_outfile_commit. */
+TM_API tm_status tm_st_writer_finish(tm_st_writer *w, tm_error *err);
 
 #ifdef __cplusplus
 }

@@ -83,16 +83,13 @@ const char *tm__st_dtype_name(tm_type type)
     return NULL;
 }
 
+/* The metadata value types' names and sizes, from the one list in tensormap.h. */
+#define VTYPE_INFO(name, id, text, bytes) [TM_V_##name] = {text, bytes},
 static const struct {
     const char *name;
     uint32_t size;
-} vtypes[] = {
-    [TM_V_U8] = {"u8", 1},     [TM_V_I8] = {"i8", 1},      [TM_V_U16] = {"u16", 2},
-    [TM_V_I16] = {"i16", 2},   [TM_V_U32] = {"u32", 4},    [TM_V_I32] = {"i32", 4},
-    [TM_V_F32] = {"f32", 4},   [TM_V_BOOL] = {"bool", 1},  [TM_V_STRING] = {"str", 0},
-    [TM_V_ARRAY] = {"arr", 0}, [TM_V_U64] = {"u64", 8},    [TM_V_I64] = {"i64", 8},
-    [TM_V_F64] = {"f64", 8},
-};
+} vtypes[] = { TM_VTYPE_LIST(VTYPE_INFO) };
+#undef VTYPE_INFO
 
 const char *tm_vtype_name(tm_vtype type)
 {
