@@ -35,8 +35,8 @@ static void die(const char *what)
     exit(1);
 }
 
-/* W's bytes: the corpus' rows of the type tiled, or gaussian halves; false when the corpus has
- * no rows of the type. */
+/* W's bytes: the corpus' rows of the type tiled (whole blocks, so any width), or gaussian
+ * halves; false when the corpus has no rows of the type. */
 static bool fill_w(const tm_file *corpus, tm_type t, uint8_t *w, size_t n_bytes)
 {
     if (t == TM_TYPE_F16 || t == TM_TYPE_BF16) {
@@ -54,7 +54,7 @@ static bool fill_w(const tm_file *corpus, tm_type t, uint8_t *w, size_t n_bytes)
     char name[64];
     snprintf(name, sizeof name, "%s.rows.weight", tm_type_name(t));
     const tm_tensor *src = tm_tensor_find(corpus, name);
-    if (!src || src->type != t || src->ne[0] % COLS != 0)
+    if (!src || src->type != t)
         return false;
     for (size_t off = 0; off < n_bytes; off += src->n_bytes)
         memcpy(w + off, src->data, n_bytes - off < src->n_bytes ? n_bytes - off : src->n_bytes);
@@ -154,8 +154,7 @@ int main(int argc, char **argv)
         if (!wb || !Y)
             die("out of memory");
         if (!fill_w(corpus, type, wb, rows * row_bytes)) {
-            printf("%-7s skipped: the corpus has no %d-wide rows of it\n", tm_type_name(type),
-                   COLS);
+            printf("%-7s skipped: the corpus has no rows of it\n", tm_type_name(type));
             free(wb);
             free(Y);
             continue;
