@@ -1,7 +1,7 @@
 /* bench/matmul — Y = W X with tm_matmul for n = 8, 32, 128, 512 columns, beside n calls of
  * tm_matvec and a plain read of W measured in the same run, per type and mode.
  *
- *   matmul [--quick] [--threads N] [--type NAME]
+ *   matmul [--quick] [--threads N] [--type NAME] [--mode f32|q8]
  *
  * - W: 4096-wide rows, at least 256 MiB of them (32 MiB with --quick), so W streams from DRAM.
  *   Quantized types: the golden corpus' TYPE.rows.weight bytes (realistic rows quantized by
@@ -101,7 +101,7 @@ static double timed(const tm_tensor *w, const float *X, uint64_t n, float *Y, un
 
 int main(int argc, char **argv)
 {
-    const char *only_type = NULL;
+    const char *only_type = NULL, *only_mode = NULL;
     size_t w_bytes_min = (size_t)256 << 20;
     unsigned threads = 1;
     for (int i = 1; i < argc; i++) {
@@ -111,8 +111,10 @@ int main(int argc, char **argv)
             threads = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc)
             only_type = argv[++i];
+        else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc)
+            only_mode = argv[++i];
         else {
-            fprintf(stderr, "usage: matmul [--quick] [--threads N] [--type NAME]\n");
+            fprintf(stderr, "usage: matmul [--quick] [--threads N] [--type NAME] [--mode f32|q8]\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
     }
@@ -173,6 +175,8 @@ int main(int argc, char **argv)
         w.data = wb;
         const double read = read_time(wb, w.n_bytes);
         for (unsigned mode = 0; mode < 2; mode++) {
+            if (only_mode && strcmp(only_mode, mode == TM_MATVEC_Q8 ? "q8" : "f32") != 0)
+                continue;
             const double one = timed(&w, X, 0, Y, mode, threads);
             for (size_t b = 0; b < sizeof batch / sizeof batch[0]; b++) {
                 const double t = timed(&w, X, batch[b], Y, mode, threads);

@@ -23,12 +23,22 @@ typedef struct columns {
     uint64_t n;
 } columns;
 
-/* Rows [first, first + count): every column over this tile. */
+/* Rows [first, first + count): every column over this tile, in blocks of BLOCK columns by
+ * BLOCK rows (as ggml's mul_mat blocks its vec_dot calls), so that a block's rows and columns
+ * stay in the nearest cache while each meets all of the other's. */
+#define BLOCK 16u
+
 static void run_tile(const void *ctx, uint64_t first, uint64_t count)
 {
     const columns *c = ctx;
-    for (uint64_t j = 0; j < c->n; j++)
-        tm__mv_column_rows(c->plans + j * c->stride, first, first + count);
+    for (uint64_t j0 = 0; j0 < c->n; j0 += BLOCK) {
+        const uint64_t j1 = c->n - j0 < BLOCK ? c->n : j0 + BLOCK;
+        for (uint64_t r = first; r < first + count; r += BLOCK) {
+            const uint64_t r1 = first + count - r < BLOCK ? first + count : r + BLOCK;
+            for (uint64_t j = j0; j < j1; j++)
+                tm__mv_column_rows(c->plans + j * c->stride, r, r1);
+        }
+    }
 }
 
 /* Y's column j is at Y + j * ldy (ldy: the rows of the whole tensor, also for a remote piece). */
