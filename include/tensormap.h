@@ -656,6 +656,19 @@ TM_API tm_status tm_matvec_rows(const tm_tensor *w, uint64_t r0, uint64_t r1, co
  * tm_matvec_rows. */
 TM_API tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
                            unsigned n_threads, tm_error *err);
+/* Y = W X for n >= 1 columns at once (a prompt's tokens): the batched tm_matvec. Column-major:
+ * column j of X is the k floats at X + j * k (k must be w->ne[0]; one token's activations, as a
+ * row of a C array X[n][k] and as ggml's src1), column j of Y the tm_tensor_rows(w) floats at
+ * Y + j * rows (Y[n][rows]); no other strides. W is walked in tiles of rows of about 128 KiB,
+ * each multiplied by every column before the next, so W comes from memory once per call, not
+ * once per column. Column j of Y is bit for bit tm_matvec(w, X + j * k, ...) in the same mode
+ * on the same path, so it never depends on n, the other columns or n_threads (0 = online CPUs;
+ * threads take tiles of rows). Allocates n plans of about 100 bytes and, in TM_MATVEC_Q8, each
+ * column quantized (about 1.14 k bytes each), freed before returning. Errors (err filled, Y
+ * untouched): those of tm_matvec_rows, and TM_INVALID_ARG for X or Y NULL, n = 0, or k not
+ * w->ne[0]; TM_NOMEM for the plans. Modes, speed and bounds: docs/matvec.md. */
+TM_API tm_status tm_matmul(const tm_tensor *w, const float *X, uint64_t k, uint64_t n, float *Y,
+                           unsigned mode, unsigned n_threads, tm_error *err);
 
 /* ---- Rounding float32 to 16 bits -------------------------------------------------------------*/
 

@@ -452,6 +452,27 @@ class File:
             raise _from_c(InvalidError, err, str(self.path))
         return y
 
+    def matmul(self, name, X, mode="f32"):
+        """Y = W X for the columns of X at once (tm_matmul, all online CPUs): W is read once, not
+        once per column. X: shape (in_features, n), n >= 1, converted to float32; returns float32
+        of shape (out_features, n) as numpy's W @ X, each column bit for bit matvec's for that
+        column in the same mode."""
+        h, t = self._tensor(name)
+        X = np.asarray(X)
+        k = t.contents.ne[0]
+        if X.ndim != 2 or X.shape[0] != k or X.shape[1] == 0 or mode not in MATVEC_MODES:
+            raise _error(InvalidError, "INVALID_ARG",
+                         f"tensor {name!r}: X must have shape ({k}, n >= 1) (it has shape "
+                         f"{X.shape}) and mode be one of {sorted(MATVEC_MODES)} (not {mode!r})",
+                         path=str(self.path))
+        cols = np.ascontiguousarray(X.T, dtype=np.float32)   # tm_matmul's X: column j contiguous
+        Y = np.empty((X.shape[1], _c.tm_tensor_rows(t)), np.float32)
+        err = _lib.Error()
+        if _c.tm_matmul(t, cols.ctypes.data, k, X.shape[1], Y.ctypes.data, MATVEC_MODES[mode], 0,
+                        ctypes.byref(err)) != 0:
+            raise _from_c(InvalidError, err, str(self.path))
+        return np.ascontiguousarray(Y.T)
+
 
 def open(path, *, all_shards=False, mmap=True):   # noqa: A001 (the safetensors package's name)
     """Open a GGUF file, a safetensors file, a model.safetensors.index.json (every shard), or

@@ -105,6 +105,8 @@ SIGNATURES = {
     "tm_dequant_rows": (c_enum, [_tensor_p, c_uint64, c_uint64, _float_p, _err_p]),
     "tm_dequant_tensor": (c_enum, [_tensor_p, _float_p, c_uint, _err_p]),
     "tm_matvec": (c_enum, [_tensor_p, _float_p, _float_p, c_uint, c_uint, _err_p]),
+    "tm_matmul": (c_enum, [_tensor_p, _float_p, c_uint64, c_uint64, _float_p, c_uint, c_uint,
+                           _err_p]),
     "tm_isa": (c_char_p, []),
 }
 

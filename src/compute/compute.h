@@ -62,4 +62,17 @@ typedef void tm__chunk_fn(const void *ctx, uint64_t first, uint64_t n);
 void tm__run_chunks(tm__chunk_fn *run, const void *ctx, uint64_t total, uint64_t chunk,
                     unsigned n_threads);
 
+/* ---- matvec.c: one column of tm_matmul ------------------------------------------------------ */
+
+/* An opaque plan of tm_matvec for one x (tm__mv_column_size() bytes, any malloc'd storage):
+ * _plan checks w, x, y and mode as tm_matvec does (errors as it, fn naming the caller) and
+ * quantizes x when the mode asks; _rows writes y[r] for rows [a, b) exactly as tm_matvec does;
+ * _free releases what _plan allocated (only after _plan returned TM_OK). A remote w is planned
+ * but not multiplied: the caller fetches it in pieces (tm__remote_pieces). */
+size_t tm__mv_column_size(void);
+tm_status tm__mv_column_plan(const char *fn, const tm_tensor *w, const float *x, float *y,
+                             unsigned mode, void *col, tm_error *err);
+void tm__mv_column_rows(const void *col, uint64_t a, uint64_t b);
+void tm__mv_column_free(void *col);
+
 #endif /* TM_COMPUTE_H */

@@ -250,3 +250,28 @@ tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigned mode,
     free(p.xq);
     return TM_OK;
 }
+
+/* ---- one column of tm_matmul (matmul.c) ---------------------------------------------------- */
+
+/* matmul.c multiplies each column of X by this file's plan and row loop, so that column j of Y
+ * is tm_matvec's y for x = X[:, j] bit for bit, whatever kernels this file comes to choose. */
+size_t tm__mv_column_size(void)
+{
+    return sizeof(plan);
+}
+
+tm_status tm__mv_column_plan(const char *fn, const tm_tensor *w, const float *x, float *y,
+                             unsigned mode, void *col, tm_error *err)
+{
+    return make_plan(fn, w, 0, w ? tm_tensor_rows(w) : 0, x, y, mode, col, err);
+}
+
+void tm__mv_column_rows(const void *col, uint64_t a, uint64_t b)
+{
+    run_rows(col, a, b);
+}
+
+void tm__mv_column_free(void *col)
+{
+    free(((plan *)col)->xq);
+}

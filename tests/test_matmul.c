@@ -1,0 +1,395 @@
+/* tm_matmul against double-precision products computed here from ggml's decoded values (the
+ * golden corpus' .f32) and from random blocks decoded by the scalar path: every decodable type,
+ * both modes, every instruction-set path this CPU has (a path it lacks is a visible skip). Every
+ * column is also held to tm_matvec's y for that column, bit for bit (include/tensormap.h promises
+ * it), and the whole Y to itself across thread counts and column tilings; then the refusals.
+ *
+ * Bounds (docs/matvec.md): TM_MATVEC_F32 |y - W x| <= 1e-6 max|W x| over the rows; TM_MATVEC_Q8
+ * |y - W x| <= sum_c |w_c| d_c / 2 + 1e-4 max|W xq| (xq: x rounded to 8 bits per block of 32 or
+ * 256, d = max|x| / 127), which the integer kernels and the float32 fallback both keep. */
+#include "tensormap.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t splitmix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15u;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* n columns of k values in (-1, 1), column j at X + j * k, with a few exact zeros */
+static float *make_X(size_t k, size_t n, uint64_t seed)
+{
+    float *X = malloc((k * n + 1) * sizeof *X);
+    cr_assert(X);
+    for (size_t i = 0; i < k * n; i++)
+        X[i] = i % 97 == 5 ? 0.0f : (float)((double)(splitmix64(seed + i) >> 40) * 0x1p-23 - 1.0);
+    return X;
+}
+
+static void use_isa(const char *isa)
+{
+    if (!tm_isa_available(isa))
+        cr_skip_test("instruction set %s: this CPU (or this build's architecture) lacks it", isa);
+    tm_error err = {0};
+    cr_assert_eq(tm_set_isa(isa, &err), TM_OK, "tm_set_isa(%s): %s", isa, err.message);
+}
+
+/* ---- references ---------------------------------------------------------------------------- */
+
+/* max_r |sum_c w[r][c] x[c]| in double, and ref[r] the sums */
+static double product(const float *w, const float *x, size_t rows, size_t cols, double *ref)
+{
+    double max = 0;
+    for (size_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (size_t c = 0; c < cols; c++)
+            s += (double)w[r * cols + c] * (double)x[c];
+        ref[r] = s;
+        max = fmax(max, fabs(s));
+    }
+    return max;
+}
+
+/* One column y of Y against the mode's bound for the weights wf (rows x cols, decoded) and x. */
+static void check_column(const char *what, tm_type type, unsigned mode, const float *wf,
+                         const float *x, const float *y, size_t rows, size_t cols)
+{
+    double *ref = malloc((rows + 1) * sizeof *ref), *refq = malloc((rows + 1) * sizeof *refq);
+    float *xq = malloc((cols + 1) * sizeof *xq);
+    double *half = malloc((cols + 1) * sizeof *half);
+    cr_assert(ref && refq && xq && half);
+    const double max = product(wf, x, rows, cols, ref);
+    const size_t be = tm_type_block_elems(type) == 32 ? 32 : 256;
+    for (size_t b = 0; mode == TM_MATVEC_Q8 && b < cols; b += be) {
+        const size_t e = b + be < cols ? b + be : cols;
+        float amax = 0;
+        for (size_t c = b; c < e; c++)
+            amax = fmaxf(amax, fabsf(x[c]));
+        for (size_t c = b; c < e; c++) {
+            xq[c] = amax > 0 ? (float)(round((double)x[c] * 127.0 / amax) * (amax / 127.0f)) : 0;
+            half[c] = (double)(amax / 127.0f) / 2;
+        }
+    }
+    const double maxq = mode == TM_MATVEC_Q8 ? product(wf, xq, rows, cols, refq) : 0;
+    for (size_t r = 0; r < rows; r++) {
+        double bound = 1e-6 * max;
+        if (mode == TM_MATVEC_Q8) {
+            bound = 1e-4 * maxq;
+            for (size_t c = 0; c < cols; c++)
+                bound += fabs((double)wf[r * cols + c]) * half[c];
+        }
+        cr_assert(fabs((double)y[r] - ref[r]) <= bound,
+                  "%s row %zu: y = %.9g, W x = %.9g: error %.3g beyond the bound %.3g", what, r,
+                  (double)y[r], ref[r], fabs((double)y[r] - ref[r]), bound);
+    }
+    free(ref);
+    free(refq);
+    free(xq);
+    free(half);
+}
+
+/* Y (n columns) from tm_matmul on n_threads, each column checked against its bound and against
+ * tm_matvec's y for it, bit for bit. */
+static void check_matmul(const char *what, const tm_tensor *t, const float *wf, size_t n,
+                         unsigned mode, uint64_t seed)
+{
+    const size_t rows = (size_t)tm_tensor_rows(t), cols = (size_t)t->ne[0];
+    float *X = make_X(cols, n, seed), *Y = malloc(rows * n * 4 + 4), *y = malloc(rows * 4 + 4);
+    cr_assert(Y && y);
+    tm_error err = {0};
+    cr_assert_eq(tm_matmul(t, X, cols, n, Y, mode, 2, &err), TM_OK, "%s: %s", what, err.message);
+    for (size_t j = 0; j < n; j++) {
+        char col[224];
+        snprintf(col, sizeof col, "%s, mode %u, n %zu, column %zu", what, mode, n, j);
+        check_column(col, t->type, mode, wf, X + j * cols, Y + j * rows, rows, cols);
+        cr_assert_eq(tm_matvec(t, X + j * cols, y, mode, 1, &err), TM_OK, "%s", err.message);
+        cr_assert(memcmp(y, Y + j * rows, rows * 4) == 0, "%s: not tm_matvec's y", col);
+    }
+    free(X);
+    free(Y);
+    free(y);
+}
+
+/* ---- the golden corpus: ggml's decoded values ---------------------------------------------- */
+
+static void *slurp(const char *name, size_t *len)
+{
+    const char *dir = getenv("TM_CORPUS");
+    cr_assert(dir, "TM_CORPUS is not set (run through make test)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/golden/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    const long n = ftell(f);
+    cr_assert(n >= 0);
+    rewind(f);
+    char *p = malloc((size_t)n + 1);
+    cr_assert(p);
+    cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
+    p[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+/* ggml's floats of tensor name from golden-a.tsv's line (offset and count) into the .f32 */
+static const float *golden_floats(const char *tsv, const float *values, size_t n_values,
+                                  const char *name, size_t count)
+{
+    const size_t nl = strlen(name);
+    for (const char *line = tsv; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, name, nl) != 0 || line[nl] != '\t')
+            continue;
+        long off;
+        size_t n;
+        cr_assert_eq(sscanf(line + nl, "%*s %*s %*s %*s %*s %*s %ld %zu", &off, &n), 2);
+        cr_assert_eq(n, count, "%s: the tsv has %zu values, the tensor %zu", name, n, count);
+        cr_assert(off >= 0 && (size_t)off / 4 + n <= n_values);
+        return values + off / 4;
+    }
+    cr_assert_fail("golden-a.tsv has no line for %s", name);
+    return NULL;
+}
+
+static void golden_all(const char *isa, unsigned mode)
+{
+    use_isa(isa);
+    size_t len, vlen;
+    char *tsv = slurp("golden-a.tsv", &len);
+    float *values = slurp("golden-a.f32", &vlen);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/golden/golden-a.gguf", getenv("TM_CORPUS"));
+    tm_file *f;
+    tm_error err = {0};
+    cr_assert_eq(tm_open(path, 0, &f, &err), TM_OK, "%s", err.message);
+    unsigned tested = 0;
+    for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
+        const tm_tensor *t = tm_tensor_at(f, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        const size_t nl = strlen(name);
+        if (nl < 12 || strcmp(name + nl - 12, ".rows.weight") != 0)
+            continue;
+        const size_t rows = (size_t)tm_tensor_rows(t), cols = (size_t)t->ne[0];
+        if (!tm_type_can_dequant(t->type)) {
+            float X[1], Y[1];
+            cr_assert_eq(tm_matmul(t, X, cols, 1, Y, mode, 1, &err), TM_UNSUPPORTED, "%s", name);
+            cr_assert(strstr(err.message, "tm_matmul") && strstr(err.message, "no decoder"),
+                      "%s: %s", name, err.message);
+            continue;
+        }
+        const float *wf = golden_floats(tsv, values, vlen / 4, name, rows * cols);
+        char what[192];
+        snprintf(what, sizeof what, "%s on %s", name, isa);
+        check_matmul(what, t, wf, 7, mode, 11 + i);
+        tested++;
+    }
+    /* q4_0, q4_K, q6_K, q8_0, f16, bf16, f32 at least; more as decoders land */
+    cr_assert_geq(tested, 7, "only %u golden types decoded", tested);
+    tm_close(f);
+    free(tsv);
+    free(values);
+}
+
+/* ---- random blocks, fresh every run -------------------------------------------------------- */
+
+/* A random block image with a sane half scale (about 0.01) in each scale field. */
+static uint8_t *random_blocks(tm_type type, size_t n_blocks, uint64_t seed)
+{
+    const size_t bb = tm_type_block_bytes(type);
+    uint8_t *p = malloc(n_blocks * bb);
+    cr_assert(p);
+    for (size_t i = 0; i < n_blocks * bb; i++)
+        p[i] = (uint8_t)splitmix64(seed + i);
+    const uint8_t d[2] = { 0x1f, 0x21 };
+    for (size_t b = 0; b < n_blocks; b++) {
+        uint8_t *blk = p + b * bb;
+        switch (type) {
+        case TM_TYPE_Q8_0: case TM_TYPE_Q4_0: memcpy(blk, d, 2); break;
+        case TM_TYPE_Q4_K: case TM_TYPE_Q5_K: memcpy(blk, d, 2); memcpy(blk + 2, d, 2); break;
+        case TM_TYPE_Q6_K: memcpy(blk + 208, d, 2); break;
+        case TM_TYPE_IQ4_XS: memcpy(blk, d, 2); break;
+        case TM_TYPE_F16: for (size_t k = 1; k < bb; k += 2) blk[k] &= 0xb7; break;
+        case TM_TYPE_BF16: for (size_t k = 1; k < bb; k += 2) blk[k] &= 0xbf; break;
+        case TM_TYPE_F32: for (size_t k = 3; k < bb; k += 4) blk[k] &= 0xbf; break;
+        default: break;
+        }
+    }
+    return p;
+}
+
+/* A tm_tensor over caller bytes: what a file's index would hold. */
+static tm_tensor tensor_over(tm_type type, const void *data, uint64_t cols, uint64_t rows)
+{
+    tm_tensor t;
+    memset(&t, 0, sizeof t);
+    t.name.ptr = "w";
+    t.name.len = 1;
+    t.type = type;
+    t.n_dims = 2;
+    t.ne[0] = cols;
+    t.ne[1] = rows;
+    t.ne[2] = t.ne[3] = 1;
+    t.n_elements = cols * rows;
+    t.n_bytes = t.n_elements / tm_type_block_elems(type) * tm_type_block_bytes(type);
+    t.data = data;
+    return t;
+}
+
+/* The weights as floats, decoded by the scalar path (held to ggml by the dequant tests). */
+static float *decoded(tm_type type, const uint8_t *p, size_t n, const char *isa)
+{
+    float *w = malloc(n * sizeof *w);
+    cr_assert(w);
+    tm_error err = {0};
+    cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
+    cr_assert_eq(tm_dequant_raw(type, p, n, w, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_set_isa(isa, &err), TM_OK);
+    return w;
+}
+
+static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q8_0,
+                                        TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K, TM_TYPE_Q6_K,
+                                        TM_TYPE_IQ4_XS };
+
+/* Ragged n: 1, 7 and 33 columns of every random type, 64 rows (the bound is relative to
+ * max|W x| over the rows: a handful of random rows can make it too small, see test_matvec_api). */
+static void random_blocks_on(const char *isa)
+{
+    use_isa(isa);
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matmul random blocks on %s: seed %llu", isa, (unsigned long long)seed);
+    for (size_t ti = 0; ti < sizeof random_types / sizeof random_types[0]; ti++) {
+        const tm_type type = random_types[ti];
+        const size_t be = tm_type_block_elems(type), cols = be == 1 ? 777 : 3 * 256, rows = 64;
+        uint8_t *p = random_blocks(type, rows * cols / be, seed * 31 + ti);
+        float *wf = decoded(type, p, rows * cols, isa);
+        const tm_tensor t = tensor_over(type, p, cols, rows);
+        const size_t ns[] = { 1, 7, 33 };
+        for (unsigned mode = 0; mode < 2; mode++)
+            for (size_t k = 0; k < 3; k++) {
+                char what[128];
+                snprintf(what, sizeof what, "random %s on %s (seed %llu)", tm_type_name(type),
+                         isa, (unsigned long long)seed);
+                check_matmul(what, &t, wf, ns[k], mode, seed + 7 * k);
+            }
+        free(p);
+        free(wf);
+    }
+}
+
+#define PER_PATH(isa)                                                                        \
+    Test(matmul, golden_##isa##_f32) { golden_all(#isa, TM_MATVEC_F32); }                  \
+    Test(matmul, golden_##isa##_q8) { golden_all(#isa, TM_MATVEC_Q8); }                    \
+    Test(matmul, random_blocks_##isa) { random_blocks_on(#isa); }
+PER_PATH(scalar)
+PER_PATH(avx2)
+PER_PATH(avx512)
+PER_PATH(neon)
+#undef PER_PATH
+
+/* n = 512, the most a prompt batch is documented for, on a small W (fast under sanitizers). */
+Test(matmul, five_hundred_twelve_columns)
+{
+    const size_t cols = 96, rows = 300;
+    uint8_t *p = random_blocks(TM_TYPE_Q8_0, rows * cols / 32, 5);
+    float *wf = decoded(TM_TYPE_Q8_0, p, rows * cols, tm_isa());
+    const tm_tensor t = tensor_over(TM_TYPE_Q8_0, p, cols, rows);
+    for (unsigned mode = 0; mode < 2; mode++)
+        check_matmul("q8_0 x 512 columns", &t, wf, 512, mode, 9);
+    free(p);
+    free(wf);
+}
+
+/* ---- threads and column tilings: the same bits --------------------------------------------- */
+
+Test(matmul, threads_and_column_tilings_are_bit_identical)
+{
+    /* 1,500 rows of 512: q4_K rows of 288 bytes, so five 128 KiB tiles of rows, the last short */
+    const tm_type types[] = { TM_TYPE_Q4_K, TM_TYPE_F16 };
+    const size_t cols = 512, rows = 1500, n = 33;
+    for (size_t ti = 0; ti < 2; ti++) {
+        const tm_type type = types[ti];
+        uint8_t *p = random_blocks(type, rows * cols / tm_type_block_elems(type), 99 + ti);
+        const tm_tensor t = tensor_over(type, p, cols, rows);
+        float *X = make_X(cols, n, 3), *one = malloc(rows * n * 4), *many = malloc(rows * n * 4);
+        cr_assert(one && many);
+        for (unsigned mode = 0; mode < 2; mode++) {
+            tm_error err = {0};
+            cr_assert_eq(tm_matmul(&t, X, cols, n, one, mode, 1, &err), TM_OK, "%s", err.message);
+            const unsigned threads[] = { 2, 3, 0 };
+            for (size_t k = 0; k < 3; k++) {
+                memset(many, 0xff, rows * n * 4);
+                cr_assert_eq(tm_matmul(&t, X, cols, n, many, mode, threads[k], &err), TM_OK);
+                cr_assert(memcmp(one, many, rows * n * 4) == 0, "%s mode %u: %u threads differ",
+                          tm_type_name(type), mode, threads[k]);
+            }
+            /* the columns in batches of 1, 6 and 26, each its own call */
+            memset(many, 0xff, rows * n * 4);
+            const size_t cuts[] = { 0, 1, 7, 33 };
+            for (size_t k = 0; k < 3; k++)
+                cr_assert_eq(tm_matmul(&t, X + cuts[k] * cols, cols, cuts[k + 1] - cuts[k],
+                                       many + cuts[k] * rows, mode, 2, &err), TM_OK);
+            cr_assert(memcmp(one, many, rows * n * 4) == 0, "%s mode %u: column batches differ",
+                      tm_type_name(type), mode);
+        }
+        free(p);
+        free(X);
+        free(one);
+        free(many);
+    }
+}
+
+/* ---- refusals ------------------------------------------------------------------------------ */
+
+Test(matmul, refusals_name_the_tensor_and_the_problem)
+{
+    static const uint8_t zeros[2 * 144];
+    const tm_tensor t = tensor_over(TM_TYPE_Q4_K, zeros, 256, 2);
+    float X[2 * 256] = { 0 }, Y[4] = { 42.0f, 42.0f, 42.0f, 42.0f };
+    tm_error err = {0};
+    cr_assert_eq(tm_matmul(NULL, X, 256, 2, Y, TM_MATVEC_F32, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "tm_matmul: tensor is NULL"), "%s", err.message);
+    cr_assert_eq(tm_matmul(&t, NULL, 256, 2, Y, TM_MATVEC_F32, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "tensor 'w'") && strstr(err.message, "X is NULL"), "%s",
+              err.message);
+    cr_assert_eq(tm_matmul(&t, X, 256, 2, NULL, TM_MATVEC_Q8, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "Y is NULL"), "%s", err.message);
+    cr_assert_eq(tm_matmul(&t, X, 256, 0, Y, TM_MATVEC_Q8, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "n is 0"), "%s", err.message);
+    cr_assert_eq(tm_matmul(&t, X, 255, 2, Y, TM_MATVEC_Q8, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "X has columns of 255 values, the tensor's rows have 256"),
+              "%s", err.message);
+    cr_assert_eq(tm_matmul(&t, X, 256, 2, Y, 2, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "tm_matmul") && strstr(err.message, "mode 2"), "%s",
+              err.message);
+    /* a row that is not a whole number of blocks, a type with no decoder, an unknown id */
+    tm_tensor bad = tensor_over(TM_TYPE_Q4_K, zeros, 256, 2);
+    bad.ne[0] = 200;
+    bad.ne[1] = 1;
+    cr_assert_eq(tm_matmul(&bad, X, 200, 2, Y, TM_MATVEC_F32, 1, &err), TM_INVALID_ARG);
+    cr_assert(strstr(err.message, "a row of 200 elements is not a whole number of 256-element"),
+              "%s", err.message);
+    bad = t;
+    bad.type = TM_TYPE_Q8_K; /* ggml's activation type: no decoder */
+    cr_assert_eq(tm_matmul(&bad, X, 256, 2, Y, TM_MATVEC_F32, 1, &err), TM_UNSUPPORTED);
+    cr_assert(strstr(err.message, "type q8_K has no decoder"), "%s", err.message);
+    bad.type = (tm_type)777;
+    cr_assert_eq(tm_matmul(&bad, X, 256, 2, Y, TM_MATVEC_Q8, 1, &err), TM_UNSUPPORTED);
+    cr_assert(strstr(err.message, "type id 777"), "%s", err.message);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(Y[i], 42.0f, "a refusal wrote Y[%d]", i);
+    /* and the same tensor multiplies: the refusals above were the arguments' */
+    cr_assert_eq(tm_matmul(&t, X, 256, 2, Y, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(Y[i], 0.0f);
+}
