@@ -4,9 +4,12 @@ against ggml). Nothing is taken from the C program but the tokens it chose: the 
 the same token sequence (prompt, then the program's greedy picks) and its logits at every
 position must match the program's, and each pick must be numpy's argmax.
 
-The model is qwen2 as llama.cpp computes it (src/models/qwen2.cpp): RMSNorm, q/k/v with
-biases, NEOX rotary embeddings, grouped-query causal attention, SwiGLU, tied or separate
-output. The demo model (build/demo.gguf, written by `make`) is qwen2-shaped and untrained."""
+The model is qwen2 or llama as llama.cpp computes them (src/models/qwen2.cpp, llama.cpp):
+RMSNorm, q/k/v (with biases when the file has them), rotary embeddings (qwen2: NEOX style,
+dimension i turning with i + d/2; llama: the normal style, 2i with 2i + 1), grouped-query causal
+attention, SwiGLU, tied or separate output. The demo model (build/demo.gguf, written by `make`)
+is qwen2-shaped and untrained; its llama twin is the same file with its metadata renamed by
+`tensormap edit`, so that the normal style runs on the same weights."""
 
 import os
 import subprocess
@@ -15,6 +18,11 @@ import numpy as np
 import pytest
 
 import tensormap
+
+ARCH_KEYS = {"block_count": "u32", "context_length": "u32", "embedding_length": "u32",
+             "feed_forward_length": "u32", "attention.head_count": "u32",
+             "attention.head_count_kv": "u32", "rope.freq_base": "f32",
+             "attention.layer_norm_rms_epsilon": "f32"}
 
 BUILD = os.path.dirname(os.path.abspath(os.environ.get("TENSORMAP_LIBRARY", "build/x")))
 FORWARD = os.path.join(BUILD, "forward")
@@ -28,8 +36,23 @@ def need(path):
     return path
 
 
-def run_forward(*args):
-    out = subprocess.run([need(FORWARD), need(DEMO), *args], capture_output=True, text=True,
+@pytest.fixture(scope="module")
+def llama_demo(tmp_path_factory):
+    """The demo model as a llama: its qwen2.* entries renamed llama.*, rope.freq_base 10000."""
+    with tensormap.open(need(DEMO)) as f:
+        meta = f.metadata()
+    out = str(tmp_path_factory.mktemp("forward") / "llama-demo.gguf")
+    cmd = [need(os.environ.get("TM_TOOL") or os.path.join(BUILD, "tensormap")), "edit",
+           DEMO, "-o", out, "--set", "general.architecture=llama"]
+    for key, vtype in ARCH_KEYS.items():
+        value = 10000.0 if key == "rope.freq_base" else meta["qwen2." + key]
+        cmd += ["--set", f"llama.{key}:{vtype}={value!r}", "--delete", "qwen2." + key]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=60)
+    return out
+
+
+def run_forward(*args, model=DEMO):
+    out = subprocess.run([need(FORWARD), need(model), *args], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
     return out.stdout
@@ -48,15 +71,16 @@ def parse_logits(stdout):
 
 
 def numpy_forward(path, tokens):
-    """Logits (len(tokens) x vocab) of a qwen2 model, float64, teacher-forced on tokens."""
+    """Logits (len(tokens) x vocab) of a qwen2 or llama model, float64, teacher-forced."""
     with tensormap.open(path) as f:
         meta = f.metadata()
         W = lambda name: f.get_tensor(name).astype(np.float64)   # noqa: E731
-        n_layer = meta["qwen2.block_count"]
-        n_head = meta["qwen2.attention.head_count"]
-        n_kv = meta["qwen2.attention.head_count_kv"]
-        eps = meta["qwen2.attention.layer_norm_rms_epsilon"]
-        base = meta["qwen2.rope.freq_base"]
+        arch = meta["general.architecture"]
+        n_layer = meta[arch + ".block_count"]
+        n_head = meta[arch + ".attention.head_count"]
+        n_kv = meta[arch + ".attention.head_count_kv"]
+        eps = meta[arch + ".attention.layer_norm_rms_epsilon"]
+        base = meta[arch + ".rope.freq_base"]
         embd = W("token_embd.weight")                      # (vocab, E)
         E = embd.shape[1]
         hd = E // n_head
@@ -70,10 +94,13 @@ def numpy_forward(path, tokens):
         inv = base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)   # (hd/2,)
         cos, sin = np.cos(pos * inv), np.sin(pos * inv)               # (T, hd/2)
 
-        def rope_neox(x):            # x (T, heads, hd): dimension i turns with i + hd/2
-            a, b = x[..., : hd // 2], x[..., hd // 2:]
+        def rope(x):                 # x (T, heads, hd)
             c, s = cos[:, None, :], sin[:, None, :]
-            return np.concatenate([a * c - b * s, a * s + b * c], axis=-1)
+            if arch == "qwen2":      # NEOX: dimension i turns with i + hd/2
+                a, b = x[..., : hd // 2], x[..., hd // 2:]
+                return np.concatenate([a * c - b * s, a * s + b * c], axis=-1)
+            a, b = x[..., 0::2], x[..., 1::2]                         # normal: 2i with 2i + 1
+            return np.stack([a * c - b * s, a * s + b * c], axis=-1).reshape(x.shape)
 
         x = embd[tokens]                                   # (T, E)
         causal = np.triu(np.full((T, T), -np.inf), 1)
@@ -83,7 +110,7 @@ def numpy_forward(path, tokens):
             q = (h @ W(p + "attn_q.weight").T + W(p + "attn_q.bias")).reshape(T, n_head, hd)
             k = (h @ W(p + "attn_k.weight").T + W(p + "attn_k.bias")).reshape(T, n_kv, hd)
             v = (h @ W(p + "attn_v.weight").T + W(p + "attn_v.bias")).reshape(T, n_kv, hd)
-            q, k = rope_neox(q), rope_neox(k)
+            q, k = rope(q), rope(k)
             group = n_head // n_kv
             k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)   # head j -> j//group
             att = np.einsum("thd,shd->hts", q, k) / np.sqrt(hd) + causal
@@ -97,14 +124,14 @@ def numpy_forward(path, tokens):
         return norm(x, W("output_norm.weight")) @ out_w.T
 
 
-def check_against_numpy(mode_args, tol):
+def check_against_numpy(mode_args, tol, model=DEMO):
     stdout = run_forward("--prompt", ",".join(map(str, PROMPT)), "-n", "6", "--logits",
-                         *mode_args)
+                         *mode_args, model=model)
     tokens, got = parse_logits(stdout)
     picks = [int(line.split()[1]) for line in stdout.splitlines() if line.startswith("token ")]
     assert tokens[: len(PROMPT)] == PROMPT and len(picks) == 6
     assert tokens[len(PROMPT):] == picks[:-1]       # the last pick is printed, not run
-    want = numpy_forward(DEMO, tokens)
+    want = numpy_forward(model, tokens)
     assert got.shape == want.shape
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err <= tol, f"largest logit difference {err:.3g} of max|logit| (allowed {tol})"
@@ -118,6 +145,12 @@ def check_against_numpy(mode_args, tol):
 def test_forward_logits_match_numpy_float32():
     # tm_matvec F32 is within 1e-6 of each product; float32 activations over 8 blocks: measured 2.7e-7
     check_against_numpy([], 2e-6)
+
+
+def test_forward_llama_logits_match_numpy(llama_demo):
+    # the normal rope style on the same weights: the program must say it runs it
+    assert "rope normal" in run_forward("-n", "1", model=llama_demo)
+    check_against_numpy([], 2e-6, model=llama_demo)
 
 
 def test_forward_logits_match_numpy_q8():
