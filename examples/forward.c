@@ -519,8 +519,8 @@ static void usage(FILE *out)
             "usage: forward MODEL [--prompt ID,ID,...] [-n N] [--q8] [--threads N] [--logits]\n"
             "  Run a llama- or qwen2-architecture GGUF on tensormap (every projection through\n"
             "  tm_matvec) and decode greedily: the prompt's token ids, then N new tokens\n"
-            "  (default 16; fewer when the end-of-sequence token comes), printed with their\n"
-            "  text escaped, then tokens/second for the prompt and for the new tokens.\n"
+            "  (default 16; fewer when the end-of-sequence token comes), each printed as its id\n"
+            "  and its text, escaped; then tokens/second for the prompt and for the new tokens.\n"
             "  --prompt     token ids, comma-separated (default: 0)\n"
             "  --q8         x quantized to 8 bits as ggml does (TM_MATVEC_Q8); default float32\n"
             "  --threads N  threads for each product (default 1; 0: every online CPU)\n"
@@ -633,6 +633,13 @@ int main(int argc, char **argv)
     printf("products: tm_matvec, x in %s, on %s, %lu thread%s; the prompt token by token "
            "(no batched product yet)\n", r.mode == TM_MATVEC_Q8 ? "8 bits" : "float32",
            tm_isa(), threads, threads == 1 ? "" : "s");
+
+    fputs("prompt tokens:", stdout);
+    for (long i = 0; i < n_prompt; i++) {
+        putchar(' ');
+        print_token(&m, ids[i]);
+    }
+    putchar('\n');
 
     const double t0 = now();
     for (long i = 0; i < n_prompt; i++) {

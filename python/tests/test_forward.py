@@ -164,6 +164,14 @@ def test_forward_threads_give_the_same_tokens():
     assert parse_logits(one)[1].tolist() == parse_logits(many)[1].tolist()
 
 
+def test_forward_prints_token_text_escaped():
+    # byte tokens '"' (1), '\\' (59) and 'Ġ' (220, U+0120, the byte-level space), a special one
+    out = run_forward("--prompt", "1,59,220,1019", "-n", "1")
+    line = next(l for l in out.splitlines() if l.startswith("prompt tokens:"))
+    assert line == 'prompt tokens: 1 "\\"" 59 "\\\\" 220 "\\xc4\\xa0" 1019 "<|im_start|>"', line
+    assert all(c == "\n" or " " <= c <= "~" for c in out)     # nothing but printable ASCII
+
+
 @pytest.mark.parametrize("args, says", [
     (["--prompt", "1,1024"], "prompt token 1 is 1024, past the vocabulary's 1024 tokens"),
     (["--prompt", "1,,2"], "--prompt wants"),
