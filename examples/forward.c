@@ -34,6 +34,7 @@
 enum rope_style { ROPE_NORMAL, ROPE_NEOX };
 
 typedef struct hparams {
+    const char *arch; /* "llama" or "qwen2": the metadata keys' prefix */
     enum rope_style rope;
     uint64_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_rot, n_ff, n_vocab, n_ctx_train;
     double eps, freq_base;
@@ -85,7 +86,7 @@ static int arch_uint(model *m, const char *suffix, uint64_t max, int dflt_ok, ui
         return 0;
     uint64_t v;
     if (tm_kv_get_uint(kv, &v) != TM_OK || v == 0 || v > max) {
-        fail(m, "metadata <architecture>.%s is %s (wanted an integer from 1 to %llu)", suffix,
+        fail(m, "metadata %s.%s is %s (wanted an integer from 1 to %llu)", m->hp.arch, suffix,
              kv ? "not such a number" : "missing", (unsigned long long)max);
         return -1;
     }
@@ -100,7 +101,8 @@ static int arch_float(model *m, const char *suffix, double lo, double hi, double
         return 0; /* llama.cpp's default stays */
     double v;
     if (tm_kv_get_float(kv, &v) != TM_OK || !(v > lo && v < hi)) {
-        fail(m, "metadata <architecture>.%s is not a number between %g and %g", suffix, lo, hi);
+        fail(m, "metadata %s.%s is not a number between %g and %g", m->hp.arch, suffix, lo,
+             hi);
         return -1;
     }
     *out = v;
@@ -115,9 +117,9 @@ static int read_hparams(model *m)
     hparams *hp = &m->hp;
     const tm_str arch = tm_architecture(m->f);
     if (arch.len == 5 && memcmp(arch.ptr, "qwen2", 5) == 0)
-        hp->rope = ROPE_NEOX;
+        hp->arch = "qwen2", hp->rope = ROPE_NEOX;
     else if (arch.len == 5 && memcmp(arch.ptr, "llama", 5) == 0)
-        hp->rope = ROPE_NORMAL;
+        hp->arch = "llama", hp->rope = ROPE_NORMAL;
     else {
         fail(m, "general.architecture is not llama or qwen2: this example runs only those");
         return -1;
@@ -142,10 +144,11 @@ static int read_hparams(model *m)
     const tm_kv *vlen = tm_arch_key(m->f, "attention.value_length");
     uint64_t v = hp->head_dim;
     if (hp->n_head % hp->n_head_kv || hp->n_rot % 2 || hp->head_dim == 0 ||
+        hp->n_head * hp->head_dim > MAX_DIM ||
         (vlen && (tm_kv_get_uint(vlen, &v) != TM_OK || v != hp->head_dim))) {
         fail(m, "attention shape not handled: %llu heads, %llu kv heads, head size %llu, %llu "
                 "rotated dimensions (heads must share kv heads evenly, keys and values be the "
-                "same size, rotated dimensions even)",
+                "same size, rotated dimensions even, heads times head size at most 2^20)",
              (unsigned long long)hp->n_head, (unsigned long long)hp->n_head_kv,
              (unsigned long long)hp->head_dim, (unsigned long long)hp->n_rot);
         return -1;
@@ -238,10 +241,6 @@ static int read_tokens(model *m)
             free(m->tokens), m->tokens = NULL;
             return 0;
         }
-    uint64_t eos;
-    if (tm_kv_get_uint(tm_kv_find(m->f, "tokenizer.ggml.eos_token_id"), &eos) == TM_OK &&
-        eos < m->hp.n_vocab)
-        m->eos = eos;
     return 0;
 }
 
@@ -291,6 +290,10 @@ static int model_load(model *m, const char *path)
     for (uint64_t i = 0; i < hp->n_layer; i++)
         if (read_layer(m, i, &m->layers[i]))
             return -1;
+    uint64_t eos; /* generation stops there; an id past the vocabulary is no token */
+    if (tm_kv_get_uint(tm_kv_find(m->f, "tokenizer.ggml.eos_token_id"), &eos) == TM_OK &&
+        eos < hp->n_vocab)
+        m->eos = eos;
     return read_tokens(m);
 }
 
@@ -309,9 +312,9 @@ static int state_new(const model *m, uint64_t n_ctx, state *s)
     const uint64_t wide = hp->n_embd > Q ? hp->n_embd : Q;
     memset(s, 0, sizeof *s);
     s->n_ctx = n_ctx;
-    /* every dimension is at most 2^20 and n_layer 2^12 (read_hparams), n_ctx 2^24 (main):
-     * the cache's element count, 2^12 * 2^24 * 2^32, fits in 64 bits; malloc says if it fits
-     * in memory */
+    /* every dimension (KV included) is at most 2^20 and n_layer 2^12 (read_hparams), n_ctx
+     * 2^24 (main): the cache's element count, at most 2^56, fits in 64 bits; malloc says if it
+     * fits in memory */
     const uint64_t cache = hp->n_layer * n_ctx * KV;
     if (cache > SIZE_MAX / sizeof(float)) {
         fail(m, "a KV cache of %llu positions does not fit in memory", (unsigned long long)n_ctx);
@@ -623,9 +626,9 @@ int main(int argc, char **argv)
     }
     if (state_new(&m, n_ctx, &s))
         goto out;
-    printf("model: %.*s, %llu blocks, %llu wide, %llu heads (%llu kv) of %llu, ffn %llu, "
+    printf("model: %s, %llu blocks, %llu wide, %llu heads (%llu kv) of %llu, ffn %llu, "
            "vocab %llu, rope %s\n",
-           (int)tm_architecture(m.f).len, tm_architecture(m.f).ptr,
+           hp->arch,
            (unsigned long long)hp->n_layer, (unsigned long long)hp->n_embd,
            (unsigned long long)hp->n_head, (unsigned long long)hp->n_head_kv,
            (unsigned long long)hp->head_dim, (unsigned long long)hp->n_ff,

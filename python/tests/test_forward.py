@@ -172,6 +172,27 @@ def test_forward_prints_token_text_escaped():
     assert all(c == "\n" or " " <= c <= "~" for c in out)     # nothing but printable ASCII
 
 
+@pytest.mark.parametrize("edit, says", [
+    (["--set", "general.architecture=gpt2"], "general.architecture is not llama or qwen2"),
+    (["--delete", "qwen2.block_count"], "metadata qwen2.block_count is missing"),
+    (["--set", "qwen2.block_count=9"], "no tensor 'blk.8.attn_q.weight'"),
+    (["--set", "qwen2.attention.head_count_kv=3"], "3 kv heads"),
+    (["--set", "qwen2.attention.head_count=0"], "qwen2.attention.head_count is not such a number"),
+    (["--set", "qwen2.embedding_length=128"],
+     "tensor 'token_embd.weight' has shape 256 x 1024 (2 dimensions), not 128 x 1024"),
+    (["--set", "qwen2.context_length=8"], "9 positions are more than the model's context of 8"),
+    (["--set", "qwen2.rope.freq_base=-1"], "qwen2.rope.freq_base is not a number"),
+])
+def test_forward_refuses_a_model_that_does_not_fit(tmp_path, edit, says):
+    bad = str(tmp_path / "bad.gguf")
+    subprocess.run([need(os.environ.get("TM_TOOL") or os.path.join(BUILD, "tensormap")), "edit",
+                    DEMO, "-o", bad, *edit], check=True, capture_output=True, timeout=60)
+    out = subprocess.run([need(FORWARD), bad, "--prompt", "1", "-n", "8"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 1 and f"forward: {bad}: " in out.stderr and says in out.stderr, \
+        out.stderr
+
+
 @pytest.mark.parametrize("args, says", [
     (["--prompt", "1,1024"], "prompt token 1 is 1024, past the vocabulary's 1024 tokens"),
     (["--prompt", "1,,2"], "--prompt wants"),
