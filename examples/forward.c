@@ -633,9 +633,11 @@ int main(int argc, char **argv)
            (unsigned long long)hp->n_head, (unsigned long long)hp->n_head_kv,
            (unsigned long long)hp->head_dim, (unsigned long long)hp->n_ff,
            (unsigned long long)hp->n_vocab, hp->rope == ROPE_NEOX ? "neox" : "normal");
-    printf("products: tm_matvec, x in %s, on %s, %lu thread%s; the prompt token by token "
-           "(no batched product yet)\n", r.mode == TM_MATVEC_Q8 ? "8 bits" : "float32",
-           tm_isa(), threads, threads == 1 ? "" : "s");
+    char n_threads[32];
+    snprintf(n_threads, sizeof n_threads, threads == 0 ? "every CPU" : threads == 1 ? "1 thread"
+                                                                     : "%lu threads", threads);
+    printf("products: tm_matvec, x in %s, on %s, %s; the prompt token by token (no batched "
+           "product yet)\n", r.mode == TM_MATVEC_Q8 ? "8 bits" : "float32", tm_isa(), n_threads);
 
     fputs("prompt tokens:", stdout);
     for (long i = 0; i < n_prompt; i++) {
