@@ -44,8 +44,8 @@ static tm_status prepare(const tm_tensor *t, tm_type type, const void *src, uint
     uint64_t n_out;
     if (!tm__mul_u64(n_blocks, block_elems, &n_out) || n_out > SIZE_MAX / sizeof(float))
         return tm__fail(err, TM_INVALID_ARG, info_offset,
-                        "%s: %llu blocks of %s do not fit in memory", SUBJECT(t, what),
-                        (unsigned long long)n_blocks, tm_type_name(type));
+                        "%s: %" PRIu64 " blocks of %s do not fit in memory", SUBJECT(t, what),
+                        (uint64_t)n_blocks, tm_type_name(type));
     if (n_blocks && (!src || !out))
         return tm__fail(err, TM_INVALID_ARG, info_offset, "%s: %s pointer is NULL",
                         SUBJECT(t, what), src ? "output" : "input");
@@ -69,9 +69,8 @@ static tm_status tensor_blocks(const tm_tensor *t, uint64_t *n_blocks, uint32_t 
     char label[128];
     if (t->n_elements % be != 0)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
-                        "%s: %llu elements are not a whole number of blocks of %u",
-                        tm__tensor_label(t, label, sizeof label),
-                        (unsigned long long)t->n_elements, be);
+                        "%s: %" PRIu64 " elements are not a whole number of blocks of %u",
+                        tm__tensor_label(t, label, sizeof label), (uint64_t)t->n_elements, be);
     *n_blocks = t->n_elements / be;
     *block_elems = be;
     return tm__tensor_whole(t, err); /* a file cut off short holds none of a cut tensor */
@@ -106,10 +105,9 @@ tm_status tm_dequant_blocks(const tm_tensor *t, uint64_t first_block, uint64_t n
     char label[128];
     if (!tm__add_u64(first_block, n_blocks, &end) || end > total)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
-                        "%s: blocks [%llu, +%llu) are outside its %llu blocks",
-                        tm__tensor_label(t, label, sizeof label),
-                        (unsigned long long)first_block, (unsigned long long)n_blocks,
-                        (unsigned long long)total);
+                        "%s: blocks [%" PRIu64 ", +%" PRIu64 ") are outside its %" PRIu64 " blocks",
+                        tm__tensor_label(t, label, sizeof label), (uint64_t)first_block,
+                        (uint64_t)n_blocks, (uint64_t)total);
     if (tm__tensor_is_remote(t)) {
         remote_out o = {out, be, 1};
         return tm__remote_pieces(t, first_block, n_blocks, 1, decode_piece, &o, err);
@@ -136,10 +134,10 @@ tm_status tm_dequant_elements(const tm_tensor *t, uint64_t first, uint64_t n, fl
     if (first % be != 0 || n % be != 0) {
         char label[128];
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
-                        "%s: elements [%llu, +%llu) do not start and end on its %u-element "
+                        "%s: elements [%" PRIu64 ", +%" PRIu64
+                        ") do not start and end on its %u-element "
                         "block boundaries",
-                        tm__tensor_label(t, label, sizeof label), (unsigned long long)first,
-                        (unsigned long long)n, be);
+                        tm__tensor_label(t, label, sizeof label), (uint64_t)first, (uint64_t)n, be);
     }
     return tm_dequant_blocks(t, first / be, n / be, out, err);
 }
@@ -155,15 +153,15 @@ static tm_status row_blocks(const tm_tensor *t, uint64_t r0, uint64_t r1, uint64
     const uint64_t rows = tm_tensor_rows(t);
     char label[128];
     if (r0 > r1 || r1 > rows)
-        return tm__fail(err, TM_INVALID_ARG, t->info_offset,
-                        "%s: rows [%llu, %llu) are not a range inside its %llu rows",
-                        tm__tensor_label(t, label, sizeof label), (unsigned long long)r0,
-                        (unsigned long long)r1, (unsigned long long)rows);
+        return tm__fail(
+            err, TM_INVALID_ARG, t->info_offset,
+            "%s: rows [%" PRIu64 ", %" PRIu64 ") are not a range inside its %" PRIu64 " rows",
+            tm__tensor_label(t, label, sizeof label), (uint64_t)r0, (uint64_t)r1, (uint64_t)rows);
     if (t->ne[0] % *be != 0)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
-                        "%s: a row of %llu elements is not a whole number of %u-element blocks",
-                        tm__tensor_label(t, label, sizeof label), (unsigned long long)t->ne[0],
-                        *be);
+                        "%s: a row of %" PRIu64
+                        " elements is not a whole number of %u-element blocks",
+                        tm__tensor_label(t, label, sizeof label), (uint64_t)t->ne[0], *be);
     *first = r0 * (t->ne[0] / *be);
     *n = (r1 - r0) * (t->ne[0] / *be);
     return TM_OK;
@@ -184,8 +182,9 @@ tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_elements, 
     uint32_t be = tm_type_block_elems(type);
     if (be != 0 && n_elements % be != 0)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                        "raw blocks: %llu elements are not a whole number of %s blocks of %u",
-                        (unsigned long long)n_elements, tm_type_name(type), be);
+                        "raw blocks: %" PRIu64
+                        " elements are not a whole number of %s blocks of %u",
+                        (uint64_t)n_elements, tm_type_name(type), be);
     job j;
     tm_status st = prepare(NULL, type, blocks, be ? n_elements / be : 0, out, &j, err);
     if (st == TM_OK)

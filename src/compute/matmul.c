@@ -68,9 +68,10 @@ static tm_status multiply(const tm_tensor *w, const call *a, tm_error *err)
     columns c = { NULL, stride, 0 };
     char what[128];
     if (a->n > SIZE_MAX / stride || !(c.plans = malloc((size_t)a->n * stride)))
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "tm_matmul: %s: no memory for %llu column "
-                        "plans", tm__tensor_label(w, what, sizeof what),
-                        (unsigned long long)a->n);
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
+                        "tm_matmul: %s: no memory for %" PRIu64 " column "
+                        "plans",
+                        tm__tensor_label(w, what, sizeof what), (uint64_t)a->n);
     tm_status st = TM_OK;
     for (; c.n < a->n && st == TM_OK; c.n++)
         st = tm__mv_column_plan("tm_matmul", w, a->X + c.n * k, a->Y + c.n * a->ldy, a->mode,
@@ -106,10 +107,10 @@ tm_status tm_matmul(const tm_tensor *w, const float *X, uint64_t k, uint64_t n, 
         return tm__fail(err, TM_INVALID_ARG, w->info_offset, "tm_matmul: %s: n is 0 (X has no "
                         "columns)", tm__tensor_label(w, what, sizeof what));
     if (k != w->ne[0])
-        return tm__fail(err, TM_INVALID_ARG, w->info_offset, "tm_matmul: %s: X has columns of "
-                        "%llu values, the tensor's rows have %llu",
-                        tm__tensor_label(w, what, sizeof what), (unsigned long long)k,
-                        (unsigned long long)w->ne[0]);
+        return tm__fail(err, TM_INVALID_ARG, w->info_offset,
+                        "tm_matmul: %s: X has columns of "
+                        "%" PRIu64 " values, the tensor's rows have %" PRIu64,
+                        tm__tensor_label(w, what, sizeof what), (uint64_t)k, (uint64_t)w->ne[0]);
     const call a = { X, n, Y, tm_tensor_rows(w), mode, n_threads, 0 };
     return multiply(w, &a, err);
 }

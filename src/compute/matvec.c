@@ -107,14 +107,14 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
     const uint64_t cols = t->ne[0], rows = tm_tensor_rows(t);
     if (cols % be != 0)
         return tm__fail(err, TM_INVALID_ARG, t->info_offset,
-                        "%s: %s: a row of %llu elements is not a whole number of %u-element "
-                        "blocks", fn, tm__tensor_label(t, what, sizeof what),
-                        (unsigned long long)cols, be);
+                        "%s: %s: a row of %" PRIu64 " elements is not a whole number of %u-element "
+                        "blocks",
+                        fn, tm__tensor_label(t, what, sizeof what), (uint64_t)cols, be);
     if (r0 > r1 || r1 > rows)
-        return tm__fail(err, TM_INVALID_ARG, t->info_offset,
-                        "%s: %s: rows [%llu, %llu) are not a range inside its %llu rows", fn,
-                        tm__tensor_label(t, what, sizeof what), (unsigned long long)r0,
-                        (unsigned long long)r1, (unsigned long long)rows);
+        return tm__fail(
+            err, TM_INVALID_ARG, t->info_offset,
+            "%s: %s: rows [%" PRIu64 ", %" PRIu64 ") are not a range inside its %" PRIu64 " rows",
+            fn, tm__tensor_label(t, what, sizeof what), (uint64_t)r0, (uint64_t)r1, (uint64_t)rows);
     tm_status st = tm__tensor_whole(t, err);
     if (st != TM_OK)
         return st;
