@@ -302,3 +302,18 @@ def test_a_url_is_hashed_within_bounded_memory(server, monkeypatch):
          TOOL, "hash", "--sha256", base + "/files/big.gguf"],
         capture_output=True, text=True, timeout=120, check=True).stdout
     assert int(peak) * 1024 < 48 * MiB, f"peak resident memory {peak.strip()} KiB"
+
+
+def test_a_fetch_that_fails_names_the_tensor_and_its_bytes(server, monkeypatch):
+    """The file changes on the server after its header was read (/swap/ serves NAME.swapped from
+    the second request on): the hash stops with the tensor's index, name and byte range."""
+    root, base, _ = server
+    tensors = [f32_tensor("first", 3, 1), ("second", F32, [4096], os.urandom(4 * 4096))]
+    write(root / "s.gguf", gguf(tensors))
+    write(root / "s.gguf.swapped", gguf(tensors, kv=[("general.name", 8, gguf_str("x"))]))
+    monkeypatch.setenv("TM_HTTP_CHUNK", "4K")
+    url = base + "/swap/s.gguf"
+    rc, out, err = run("--sha256", url)
+    assert rc == 1, out + err
+    assert f"tensormap: {url}: tensor 1 'second', bytes 0..16384: " in err, err
+    assert f"{url}:first" in out and f"{url}:second" not in out, out

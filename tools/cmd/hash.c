@@ -306,7 +306,7 @@ static int hash_file(const tm_file *f, const char *arg, const bool *want, bool p
         total += tm_tensor_at(f, i)->n_bytes;
     cli_progress p;
     cli_progress_start(&p, "hash", "bytes", total);
-    int rc = ok ? CLI_OK : CLI_FAIL;
+    int rc = CLI_OK; /* a failure to start (ok false) is reported after the loop */
     for (uint64_t i = 0; rc == CLI_OK && i < tm_n_tensors(f); i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
         for (int k = 0; ok && per_tensor && k < K_UUID; k++)
