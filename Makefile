@@ -77,7 +77,7 @@ ifeq ($(CURL),1)
 LIB_CFLAGS  += -DTM_HAVE_CURL
 LIB_LIBS    += -lcurl
 endif
-TOOL_LIBS   := -llz4 $(LIB_LIBS)
+TOOL_LIBS   := -llz4 -lxxhash -lcrypto $(LIB_LIBS)
 
 Q := $(if $(V),,@)
 

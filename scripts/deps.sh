@@ -2,7 +2,8 @@
 # Install the Debian packages tensormap builds against, when they are missing.
 # Each is there for one job: liblz4-dev (LZ4 frames for `dump --format lz4`), libjansson-dev
 # (JSON in and out, safetensors headers), libcurl4-openssl-dev (remote files: HTTP range requests,
-# TLS, redirects, HTTP/2), libcriterion-dev (the test suite), lz4 (the tests
+# TLS, redirects, HTTP/2), libxxhash-dev and libssl-dev (`hash`: xxh64, and SHA-1 and SHA-256 from
+# libcrypto), libcriterion-dev (the test suite), lz4 (the tests
 # decompress dumps with the real lz4 binary), python3-numpy and python3-pytest (the Python
 # package and its tests, for Debian's /usr/bin/python3: the first python3 on PATH may be another),
 # python3-venv, python3-pip, python3-setuptools, python3-wheel and python3-build (the packaging
@@ -10,6 +11,7 @@
 # -I keeps the tree's build/ directory from passing for the module build).
 # python3-torch (the safe_open(framework="pt") and torch.distributed tests; without it they skip,
 # saying so).
+# python3-xxhash (the hash tests' own xxh64).
 #
 #   scripts/deps.sh lib     what the library and the tool build against (CURL=0: no libcurl)
 #   scripts/deps.sh test    what the test suite adds
@@ -20,6 +22,8 @@ case "${1:-lib}" in
 lib)
 have_header lz4frame.h            || missing="$missing liblz4-dev"
 have_header jansson.h             || missing="$missing libjansson-dev"
+have_header xxhash.h              || missing="$missing libxxhash-dev"
+have_header openssl/evp.h         || missing="$missing libssl-dev"
 [ "${CURL:-1}" = 0 ] || have_header curl/curl.h || missing="$missing libcurl4-openssl-dev"
 ;;
 test)
@@ -36,6 +40,7 @@ have_module setuptools            || missing="$missing python3-setuptools"
 have_module wheel                 || missing="$missing python3-wheel"
 have_module build                 || missing="$missing python3-build"
 have_module torch                 || missing="$missing python3-torch"
+have_module xxhash                || missing="$missing python3-xxhash"
 ;;
 *) echo "usage: scripts/deps.sh lib|test" >&2; exit 2 ;;
 esac

@@ -12,6 +12,7 @@ const cli_command *const cli_commands[] = {
     &cmd_layer,
     &cmd_check,
     &cmd_bytes,
+    &cmd_hash,
     &cmd_header,
     &cmd_write,
     &cmd_stats,
