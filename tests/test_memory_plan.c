@@ -146,6 +146,11 @@ Test(memory_plan, fit_finds_the_largest_context_of_whole_256_cells_within_the_bu
     cr_assert_eq(json_u64(json_object_get(json_object_get(j, "memory"), "fit"), "budget"),
                  1ull << 30);
     json_decref(j);
+    /* read as every command reads a size (tools/cli/size.c): 1G is 10^9, as 1GB */
+    j = tool_json(0, "info", "--json", "--fit", "1G", f, NULL);
+    cr_assert_eq(json_u64(json_object_get(json_object_get(j, "memory"), "fit"), "budget"),
+                 1000000000ull);
+    json_decref(j);
 }
 
 Test(memory_plan, a_thousand_tokens_are_1024_cells_and_sequences_get_their_own)

@@ -36,8 +36,9 @@ static const char help[] =
     "  --swa-full        sliding-window layers hold the whole context (llama.cpp's --swa-full)\n"
     "  --kv-unified      the sequences share one stream of cells (llama.cpp's --kv-unified)\n"
     "  --gpu-layers N    the plan with the last N layers (and the output) on a GPU (-ngl)\n"
-    "  --fit BYTES       the largest context whose plan fits BYTES (8GiB, 512MiB, or bytes): on\n"
-    "                    the GPU with --gpu-layers, over everything without\n"
+    "  --fit BYTES       the largest context whose plan fits BYTES (8GiB, 512MiB, 12GB, or\n"
+    "                    bytes; read as every size: see tensormap help split): on the GPU\n"
+    "                    with --gpu-layers, over everything without\n"
     "  --json            the same as one JSON object (a dimension the file lacks is null)\n";
 
 /* The architecture's dimensions, as `<arch>.<suffix>` keys. */
@@ -385,34 +386,6 @@ static bool kv_type_named(const char *name, tm_type *out)
     return false;
 }
 
-/* "8589934592", "8GiB", "8 GiB", "512MiB": a budget in bytes. */
-static bool budget_bytes(const char *s, uint64_t *out)
-{
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
-    char num[32];
-    size_t n = strspn(s, "0123456789");
-    if (n == 0 || n >= sizeof num)
-        return false;
-    memcpy(num, s, n);
-    num[n] = '\0';
-    uint64_t v;
-    if (!cli_parse_u64(num, &v))
-        return false;
-    const char *unit = s + n + (s[n] == ' ');
-    if (*unit == '\0') {
-        *out = v;
-        return true;
-    }
-    for (int u = 0; u < 4; u++)
-        if (strcmp(unit, units[u]) == 0) {
-            if (v > UINT64_MAX >> (10 * (u + 1)))
-                return false;
-            *out = v << (10 * (u + 1));
-            return true;
-        }
-    return false;
-}
-
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
@@ -475,9 +448,9 @@ static int run(int argc, char **argv)
             }
             nb.gpu_layers = (uint32_t)n;
         } else if (c == 'f') {
-            if (!budget_bytes(optarg, &nb.budget)) {
-                cli_errorf("info: --fit wants a number of bytes (or with KiB, MiB, GiB, TiB), "
-                           "not '%s'", optarg);
+            if (!cli_parse_size(optarg, &nb.budget)) {
+                cli_errorf("info: --fit wants a number of bytes, not '%s': " CLI_SIZE_FORMS,
+                           optarg);
                 return cli_usage(&cmd_info);
             }
             nb.fit = true;
