@@ -7,6 +7,7 @@
  * Bounds (docs/matvec.md): TM_MATVEC_F32 |y - W x| <= 1e-6 max|W x| over the rows; TM_MATVEC_Q8
  * |y - W x| <= sum_c |w_c| d_c / 2 + 1e-4 max|W xq| (xq: x rounded to 8 bits per block of 32 or
  * 256, d = max|x| / 127), which the integer kernels and the float32 fallback both keep. */
+#include "support/product_fixture.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>
@@ -16,14 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-static uint64_t splitmix64(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15u;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
 /* n columns of k values in (-1, 1), column j at X + j * k, with a few exact zeros */
 static float *make_X(size_t k, size_t n, uint64_t seed)
 {
@@ -32,14 +25,6 @@ static float *make_X(size_t k, size_t n, uint64_t seed)
     for (size_t i = 0; i < k * n; i++)
         X[i] = i % 97 == 5 ? 0.0f : (float)((double)(splitmix64(seed + i) >> 40) * 0x1p-23 - 1.0);
     return X;
-}
-
-static void use_isa(const char *isa)
-{
-    if (!tm_isa_available(isa))
-        cr_skip_test("instruction set %s: this CPU (or this build's architecture) lacks it", isa);
-    tm_error err = {0};
-    cr_assert_eq(tm_set_isa(isa, &err), TM_OK, "tm_set_isa(%s): %s", isa, err.message);
 }
 
 /* ---- references ---------------------------------------------------------------------------- */
@@ -120,57 +105,13 @@ static void check_matmul(const char *what, const tm_tensor *t, const float *wf, 
 
 /* ---- the golden corpus: ggml's decoded values ---------------------------------------------- */
 
-static void *slurp(const char *name, size_t *len)
-{
-    const char *dir = getenv("TM_CORPUS");
-    cr_assert(dir, "TM_CORPUS is not set (run through make test)");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/golden/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "cannot open %s", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    const long n = ftell(f);
-    cr_assert(n >= 0);
-    rewind(f);
-    char *p = malloc((size_t)n + 1);
-    cr_assert(p);
-    cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
-    p[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return p;
-}
-
-/* ggml's floats of tensor name from golden-a.tsv's line (offset and count) into the .f32 */
-static const float *golden_floats(const char *tsv, const float *values, size_t n_values,
-                                  const char *name, size_t count)
-{
-    const size_t nl = strlen(name);
-    for (const char *line = tsv; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-        if (strncmp(line, name, nl) != 0 || line[nl] != '\t')
-            continue;
-        long off;
-        size_t n;
-        cr_assert_eq(sscanf(line + nl, "%*s %*s %*s %*s %*s %*s %ld %zu", &off, &n), 2);
-        cr_assert_eq(n, count, "%s: the tsv has %zu values, the tensor %zu", name, n, count);
-        cr_assert(off >= 0 && (size_t)off / 4 + n <= n_values);
-        return values + off / 4;
-    }
-    cr_assert_fail("golden-a.tsv has no line for %s", name);
-    return NULL;
-}
-
 static void golden_all(const char *isa, unsigned mode)
 {
     use_isa(isa);
-    size_t len, vlen;
-    char *tsv = slurp("golden-a.tsv", &len);
-    float *values = slurp("golden-a.f32", &vlen);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/golden/golden-a.gguf", getenv("TM_CORPUS"));
-    tm_file *f;
+    golden g;
+    golden_open(&g);
+    const tm_file *f = g.f;
     tm_error err = {0};
-    cr_assert_eq(tm_open(path, 0, &f, &err), TM_OK, "%s", err.message);
     unsigned tested = 0;
     for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
@@ -187,7 +128,7 @@ static void golden_all(const char *isa, unsigned mode)
                       "%s: %s", name, err.message);
             continue;
         }
-        const float *wf = golden_floats(tsv, values, vlen / 4, name, rows * cols);
+        const float *wf = golden_floats(&g, name, rows * cols);
         char what[192];
         snprintf(what, sizeof what, "%s on %s", name, isa);
         check_matmul(what, t, wf, 7, mode, 11 + i);
@@ -195,54 +136,18 @@ static void golden_all(const char *isa, unsigned mode)
     }
     /* q4_0, q4_K, q6_K, q8_0, f16, bf16, f32 at least; more as decoders land */
     cr_assert_geq(tested, 7, "only %u golden types decoded", tested);
-    tm_close(f);
-    free(tsv);
-    free(values);
+    golden_close(&g);
 }
 
 /* ---- random blocks, fresh every run -------------------------------------------------------- */
 
-/* A random block image with a sane half scale (about 0.01) in each scale field. */
-static uint8_t *random_blocks(tm_type type, size_t n_blocks, uint64_t seed)
+/* n_blocks random blocks of type (random_blocks), in a buffer of their own. */
+static uint8_t *new_random_blocks(tm_type type, size_t n_blocks, uint64_t seed)
 {
-    const size_t bb = tm_type_block_bytes(type);
-    uint8_t *p = malloc(n_blocks * bb);
+    uint8_t *p = malloc(n_blocks * tm_type_block_bytes(type));
     cr_assert(p);
-    for (size_t i = 0; i < n_blocks * bb; i++)
-        p[i] = (uint8_t)splitmix64(seed + i);
-    const uint8_t d[2] = { 0x1f, 0x21 };
-    for (size_t b = 0; b < n_blocks; b++) {
-        uint8_t *blk = p + b * bb;
-        switch (type) {
-        case TM_TYPE_Q8_0: case TM_TYPE_Q4_0: memcpy(blk, d, 2); break;
-        case TM_TYPE_Q4_K: case TM_TYPE_Q5_K: memcpy(blk, d, 2); memcpy(blk + 2, d, 2); break;
-        case TM_TYPE_Q6_K: memcpy(blk + 208, d, 2); break;
-        case TM_TYPE_IQ4_XS: memcpy(blk, d, 2); break;
-        case TM_TYPE_F16: for (size_t k = 1; k < bb; k += 2) blk[k] &= 0xb7; break;
-        case TM_TYPE_BF16: for (size_t k = 1; k < bb; k += 2) blk[k] &= 0xbf; break;
-        case TM_TYPE_F32: for (size_t k = 3; k < bb; k += 4) blk[k] &= 0xbf; break;
-        default: break;
-        }
-    }
+    random_blocks(type, p, n_blocks, seed);
     return p;
-}
-
-/* A tm_tensor over caller bytes: what a file's index would hold. */
-static tm_tensor tensor_over(tm_type type, const void *data, uint64_t cols, uint64_t rows)
-{
-    tm_tensor t;
-    memset(&t, 0, sizeof t);
-    t.name.ptr = "w";
-    t.name.len = 1;
-    t.type = type;
-    t.n_dims = 2;
-    t.ne[0] = cols;
-    t.ne[1] = rows;
-    t.ne[2] = t.ne[3] = 1;
-    t.n_elements = cols * rows;
-    t.n_bytes = t.n_elements / tm_type_block_elems(type) * tm_type_block_bytes(type);
-    t.data = data;
-    return t;
 }
 
 /* The weights as floats, decoded by the scalar path (held to ggml by the dequant tests). */
@@ -271,9 +176,9 @@ static void random_blocks_on(const char *isa)
     for (size_t ti = 0; ti < sizeof random_types / sizeof random_types[0]; ti++) {
         const tm_type type = random_types[ti];
         const size_t be = tm_type_block_elems(type), cols = be == 1 ? 777 : 3 * 256, rows = 64;
-        uint8_t *p = random_blocks(type, rows * cols / be, seed * 31 + ti);
+        uint8_t *p = new_random_blocks(type, rows * cols / be, seed * 31 + ti);
         float *wf = decoded(type, p, rows * cols, isa);
-        const tm_tensor t = tensor_over(type, p, cols, rows);
+        const tm_tensor t = tensor_over("w", type, p, cols, rows);
         const size_t ns[] = { 1, 7, 33 };
         for (unsigned mode = 0; mode < 2; mode++)
             for (size_t k = 0; k < 3; k++) {
@@ -301,9 +206,9 @@ PER_PATH(neon)
 Test(matmul, five_hundred_twelve_columns)
 {
     const size_t cols = 96, rows = 300;
-    uint8_t *p = random_blocks(TM_TYPE_Q8_0, rows * cols / 32, 5);
+    uint8_t *p = new_random_blocks(TM_TYPE_Q8_0, rows * cols / 32, 5);
     float *wf = decoded(TM_TYPE_Q8_0, p, rows * cols, tm_isa());
-    const tm_tensor t = tensor_over(TM_TYPE_Q8_0, p, cols, rows);
+    const tm_tensor t = tensor_over("w", TM_TYPE_Q8_0, p, cols, rows);
     for (unsigned mode = 0; mode < 2; mode++)
         check_matmul("q8_0 x 512 columns", &t, wf, 512, mode, 9);
     free(p);
@@ -319,8 +224,8 @@ Test(matmul, threads_and_column_tilings_are_bit_identical)
     const size_t cols = 512, rows = 1500, n = 33;
     for (size_t ti = 0; ti < 2; ti++) {
         const tm_type type = types[ti];
-        uint8_t *p = random_blocks(type, rows * cols / tm_type_block_elems(type), 99 + ti);
-        const tm_tensor t = tensor_over(type, p, cols, rows);
+        uint8_t *p = new_random_blocks(type, rows * cols / tm_type_block_elems(type), 99 + ti);
+        const tm_tensor t = tensor_over("w", type, p, cols, rows);
         float *X = make_X(cols, n, 3), *one = malloc(rows * n * 4), *many = malloc(rows * n * 4);
         cr_assert(one && many);
         for (unsigned mode = 0; mode < 2; mode++) {
@@ -354,7 +259,7 @@ Test(matmul, threads_and_column_tilings_are_bit_identical)
 Test(matmul, refusals_name_the_tensor_and_the_problem)
 {
     static const uint8_t zeros[2 * 144];
-    const tm_tensor t = tensor_over(TM_TYPE_Q4_K, zeros, 256, 2);
+    const tm_tensor t = tensor_over("w", TM_TYPE_Q4_K, zeros, 256, 2);
     float X[2 * 256] = { 0 }, Y[4] = { 42.0f, 42.0f, 42.0f, 42.0f };
     tm_error err = {0};
     cr_assert_eq(tm_matmul(NULL, X, 256, 2, Y, TM_MATVEC_F32, 1, &err), TM_INVALID_ARG);
@@ -373,7 +278,7 @@ Test(matmul, refusals_name_the_tensor_and_the_problem)
     cr_assert(strstr(err.message, "tm_matmul") && strstr(err.message, "mode 2"), "%s",
               err.message);
     /* a row that is not a whole number of blocks, a type with no decoder, an unknown id */
-    tm_tensor bad = tensor_over(TM_TYPE_Q4_K, zeros, 256, 2);
+    tm_tensor bad = tensor_over("w", TM_TYPE_Q4_K, zeros, 256, 2);
     bad.ne[0] = 200;
     bad.ne[1] = 1;
     cr_assert_eq(tm_matmul(&bad, X, 200, 2, Y, TM_MATVEC_F32, 1, &err), TM_INVALID_ARG);

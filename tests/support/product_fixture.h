@@ -1,0 +1,37 @@
+/* What the product tests (tests/test_matvec_api.c, tests/test_matmul.c) share: the instruction
+ * set a test runs on, a seeded generator, the golden corpus' ggml-decoded values, random blocks
+ * with sane scales, and a tm_tensor over caller bytes. */
+#ifndef TM_TEST_PRODUCT_FIXTURE_H
+#define TM_TEST_PRODUCT_FIXTURE_H
+
+#include "tensormap.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Run on isa, or skip the test (visibly, saying why) when this CPU lacks it. */
+void use_isa(const char *isa);
+
+uint64_t splitmix64(uint64_t z);
+
+/* golden-a.gguf opened, and ggml's decoded values of its tensors (golden-a.tsv, golden-a.f32). */
+typedef struct golden {
+    tm_file *f;
+    char *tsv;          /* golden-a.tsv, whole */
+    float *values;      /* golden-a.f32, whole */
+    size_t n_values;
+} golden;
+void golden_open(golden *g);
+void golden_close(golden *g);
+/* ggml's decoded floats of tensor name (count of them), from its .tsv line. */
+const float *golden_floats(const golden *g, const char *name, size_t count);
+
+/* n_blocks random blocks of type into p, with a sane half scale (about 0.01) in each scale field
+ * so that products stay finite. */
+void random_blocks(tm_type type, uint8_t *p, size_t n_blocks, uint64_t seed);
+
+/* A cols x rows tm_tensor over caller bytes: what a file's index would hold. */
+tm_tensor tensor_over(const char *name, tm_type type, const void *data, uint64_t cols,
+                      uint64_t rows);
+
+#endif
