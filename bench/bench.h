@@ -7,6 +7,7 @@
 #include "tensormap.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,49 @@ static inline double bench_uniform(void)
 static inline double bench_gaussian(void)
 {
     return sqrt(-2.0 * log(bench_uniform())) * cos(6.283185307179586 * bench_uniform());
+}
+
+/* A weight matrix's bytes, realistic: the golden corpus' ggml-quantized rows of type t tiled
+ * (whole blocks, so any width), or for f16/bf16 gaussian halves whose scale changes every row of
+ * row_len values (down to 10^-3: real weights have subnormal halves). False when the corpus has
+ * no rows of the type. */
+static inline bool bench_fill_w(const tm_file *corpus, tm_type t, uint8_t *w, size_t n_bytes,
+                                size_t row_len)
+{
+    if (t == TM_TYPE_F16 || t == TM_TYPE_BF16) {
+        float scale = 1.0f;
+        for (size_t i = 0; i < n_bytes / 2; i++) {
+            if (i % row_len == 0)
+                scale = (float)pow(10.0, -3.0 * bench_uniform());
+            const float v = (float)bench_gaussian() * scale;
+            uint16_t h; /* rounded to nearest even */
+            (t == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(&v, &h, 1);
+            memcpy(w + 2 * i, &h, 2);
+        }
+        return true;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s.rows.weight", tm_type_name(t));
+    const tm_tensor *src = tm_tensor_find(corpus, name);
+    if (!src || src->type != t)
+        return false;
+    for (size_t off = 0; off < n_bytes; off += src->n_bytes)
+        memcpy(w + off, src->data, n_bytes - off < src->n_bytes ? n_bytes - off : src->n_bytes);
+    return true;
+}
+
+/* A plain read of n bytes at p, eight 64-bit lanes a cache line (the ceiling a product that
+ * reads W is held to); the sum keeps the compiler from dropping the loads. */
+static inline uint64_t bench_read_sum(const uint8_t *p, size_t n)
+{
+    uint64_t s[8] = { 0 };
+    for (size_t i = 0; i + 64 <= n; i += 64)
+        for (int k = 0; k < 8; k++) {
+            uint64_t v;
+            memcpy(&v, p + i + 8 * k, 8);
+            s[k] += v;
+        }
+    return s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
 }
 
 #endif

@@ -35,31 +35,6 @@ static void die(const char *what)
     exit(1);
 }
 
-/* W's bytes: the corpus' rows of the type tiled (whole blocks, so any width), or gaussian
- * halves; false when the corpus has no rows of the type. */
-static bool fill_w(const tm_file *corpus, tm_type t, uint8_t *w, size_t n_bytes)
-{
-    if (t == TM_TYPE_F16 || t == TM_TYPE_BF16) {
-        float scale = 1.0f;
-        for (size_t i = 0; i < n_bytes / 2; i++) {
-            if (i % COLS == 0)
-                scale = (float)pow(10.0, -3.0 * bench_uniform());
-            const float v = (float)bench_gaussian() * scale;
-            uint16_t h;
-            (t == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(&v, &h, 1);
-            memcpy(w + 2 * i, &h, 2);
-        }
-        return true;
-    }
-    char name[64];
-    snprintf(name, sizeof name, "%s.rows.weight", tm_type_name(t));
-    const tm_tensor *src = tm_tensor_find(corpus, name);
-    if (!src || src->type != t)
-        return false;
-    for (size_t off = 0; off < n_bytes; off += src->n_bytes)
-        memcpy(w + off, src->data, n_bytes - off < src->n_bytes ? n_bytes - off : src->n_bytes);
-    return true;
-}
 
 /* seconds of one plain read of n bytes at p, median of READS after a warm-up */
 static double read_time(const uint8_t *p, size_t n)
@@ -67,16 +42,9 @@ static double read_time(const uint8_t *p, size_t n)
     double t[READS + 1];
     volatile uint64_t sink = 0;
     for (int c = 0; c <= READS; c++) {
-        uint64_t s[8] = { 0 };
         const double t0 = bench_now_s();
-        for (size_t i = 0; i + 64 <= n; i += 64)
-            for (int k = 0; k < 8; k++) {
-                uint64_t v;
-                memcpy(&v, p + i + 8 * k, 8);
-                s[k] += v;
-            }
+        sink += bench_read_sum(p, n);
         t[c] = bench_now_s() - t0;
-        sink += s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
     }
     (void)sink;
     return bench_median(t + 1, READS, NULL);
@@ -155,7 +123,7 @@ int main(int argc, char **argv)
         float *Y = malloc(rows * MAX_N * sizeof *Y);
         if (!wb || !Y)
             die("out of memory");
-        if (!fill_w(corpus, type, wb, rows * row_bytes)) {
+        if (!bench_fill_w(corpus, type, wb, rows * row_bytes, COLS)) {
             printf("%-7s skipped: the corpus has no rows of it\n", tm_type_name(type));
             free(wb);
             free(Y);

@@ -62,28 +62,6 @@ static void die(const char *what)
 
 static tm_file *corpus;
 
-static void fill_w(tm_type t, uint8_t *w, size_t n_bytes)
-{
-    if (t == TM_TYPE_F16 || t == TM_TYPE_BF16) {
-        float scale = 1.0f;
-        for (size_t i = 0; i < n_bytes / 2; i++) {
-            if (i % COLS == 0)
-                scale = (float)pow(10.0, -3.0 * bench_uniform());
-            const float v = (float)bench_gaussian() * scale;
-            uint16_t h; /* rounded to nearest even */
-            (t == TM_TYPE_F16 ? tm_f32_to_f16 : tm_f32_to_bf16)(&v, &h, 1);
-            memcpy(w + 2 * i, &h, 2);
-        }
-        return;
-    }
-    char name[64];
-    snprintf(name, sizeof name, "%s.rows.weight", tm_type_name(t));
-    const tm_tensor *src = tm_tensor_find(corpus, name);
-    if (!src || src->type != t)
-        die("the corpus has no rows of this type");
-    for (size_t off = 0; off < n_bytes; off += src->n_bytes)
-        memcpy(w + off, src->data, n_bytes - off < src->n_bytes ? n_bytes - off : src->n_bytes);
-}
 
 /* ---- the read ceiling ---------------------------------------------------------------------- */
 
@@ -96,14 +74,7 @@ typedef struct read_part {
 static void *read_bytes(void *arg)
 {
     read_part *r = arg;
-    uint64_t s[8] = { 0 };
-    for (size_t i = 0; i + 64 <= r->n; i += 64)
-        for (int k = 0; k < 8; k++) {
-            uint64_t v;
-            memcpy(&v, r->p + i + 8 * k, 8);
-            s[k] += v;
-        }
-    r->sum = s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
+    r->sum = bench_read_sum(r->p, r->n);
     return NULL;
 }
 
@@ -238,7 +209,8 @@ int main(int argc, char **argv)
         float *y = malloc(rows * sizeof *y);
         if (!wb || !y)
             die("out of memory");
-        fill_w(type, wb, rows * row_bytes);
+        if (!bench_fill_w(corpus, type, wb, rows * row_bytes, COLS))
+            die("the corpus has no rows of this type");
         tm_tensor w;
         memset(&w, 0, sizeof w);
         w.name.ptr = "W";
