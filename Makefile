@@ -118,7 +118,8 @@ $(DEPS_STAMP):
 	$(Q)mkdir -p $(B)
 	$(Q)CURL=$(CURL) ./scripts/deps.sh lib
 	$(Q)touch $@
-$(TEST_DEPS_STAMP):
+# After the library's set: two apt-get runs at once (make -j) fail on dpkg's lock.
+$(TEST_DEPS_STAMP): | $(DEPS_STAMP)
 	$(Q)mkdir -p $(B)
 	$(Q)CURL=$(CURL) ./scripts/deps.sh test
 	$(Q)touch $@
