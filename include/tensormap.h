@@ -819,8 +819,7 @@ TM_API tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *er
  * of a one-file source's tensors, all of them, each at its own offset, the source's whole data
  * section is written as it is: the bytes between tensors and after the last (ggml pads the
  * last tensor to the alignment) included, so the file keeps its size when its header does.
- * TM_INVALID_ARG for f or t NULL (t must
- * be one of f's tensors); TM_UNSUPPORTED for a remote file's tensor; TM_TRUNCATED for a tensor
+ * TM_INVALID_ARG for f or t NULL or t not one of f's tensors; TM_UNSUPPORTED for a remote file's tensor; TM_TRUNCATED for a tensor
  * cut off (tm_tensor_is_cut); otherwise the tensor adders' errors. */
 TM_API tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
                                        const char *name, bool same_offset, tm_error *err);
@@ -886,8 +885,12 @@ TM_API tm_status tm_writer_header(const tm_writer *w, void *buf, uint64_t size, 
 
 typedef struct tm_st_writer tm_st_writer;
 
+/* Every call that returns a status gives TM_INVALID_ARG for w NULL, and for a NULL key, name,
+ * path, shape (n_dims > 0) or bytes (n > 0); tm_st_writer_data_size gives 0 and
+ * tm_st_writer_temp_path NULL for w NULL. */
+
 /* Returns TM_OK with *out a new writer, which tm_st_writer_finish or tm_st_writer_free frees;
- * or TM_NOMEM. */
+ * or TM_INVALID_ARG (out NULL), TM_NOMEM. */
 TM_API tm_status tm_st_writer_new(tm_st_writer **out, tm_error *err);
 /* Frees the writer; a file begun and not finished is removed (only the temporary file). NULL
  * is a no-op. */

@@ -47,5 +47,9 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
         fprintf(stderr, "[SKIP] %zu test%s (%s::%s%s): %s\n", reasons[i].tests,
                 reasons[i].tests == 1 ? "" : "s", reasons[i].suite, reasons[i].first,
                 reasons[i].tests == 1 ? "" : ", ...", reasons[i].message);
-    fprintf(stderr, "[====] Skipped: %zu test%s, each reason above\n", total, total == 1 ? "" : "s");
+    if (total)
+        fprintf(stderr, "[====] Skipped: %zu test%s, for the reasons above\n", total,
+                total == 1 ? "" : "s");
+    else
+        fprintf(stderr, "[====] Skipped: none\n");
 }
