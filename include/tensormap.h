@@ -467,8 +467,8 @@ TM_API tm_status tm_kv_value(const tm_kv *kv, tm_value *out);
 TM_API tm_status tm_kv_elem(const tm_kv *kv, uint64_t i, tm_value *out);
 /* Convenience: an unsigned integer entry of any width (u8..u64, or a non-negative signed one),
  * a float entry (f32 or f64; an integer entry is not widened), a string entry. Returns TM_OK,
- * or TM_NOT_FOUND (kv NULL), TM_WRONG_TYPE (any other type, a negative signed integer, an
- * array). out must not be NULL; *out is set only on TM_OK. */
+ * or TM_NOT_FOUND (kv NULL), TM_INVALID_ARG (out NULL), TM_WRONG_TYPE (any other type, a
+ * negative signed integer, an array). *out is set only on TM_OK. */
 TM_API tm_status tm_kv_get_uint(const tm_kv *kv, uint64_t *out);
 TM_API tm_status tm_kv_get_float(const tm_kv *kv, double *out);
 TM_API tm_status tm_kv_get_str(const tm_kv *kv, tm_str *out);
@@ -479,7 +479,7 @@ TM_API tm_status tm_kv_get_str(const tm_kv *kv, tm_str *out);
  * The iterator is bounded by the array's bytes, so it cannot run outside them. tm_kv_strings
  * returns TM_OK, or TM_NOT_FOUND (kv NULL), TM_INVALID_ARG (it NULL), TM_WRONG_TYPE (not an
  * array of strings). tm_str_next sets *out to the next string and returns true, or returns
- * false at the end (and for it NULL); out must not be NULL. */
+ * false at the end (and for it or out NULL). */
 typedef struct tm_str_iter {
     const uint8_t *p, *end;
     uint64_t left;
