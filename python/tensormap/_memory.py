@@ -3,6 +3,7 @@ bounded pool, and copy-on-write mappings of a file for frameworks that have no r
 (PyTorch)."""
 
 import ctypes
+import math
 import mmap
 import os
 import stat
@@ -104,7 +105,7 @@ class Pool:
 
     def empty(self, shape, dtype):
         """An uninitialised C-contiguous array over a buffer of the pool."""
-        n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        n_bytes = math.prod(shape) * dtype.itemsize
         lease = _Lease(self, self.take(size_class(n_bytes)), n_bytes)
         return np.asarray(lease).view(dtype).reshape(shape)
 
@@ -134,7 +135,7 @@ def empty(shape, dtype):
     """An uninitialised C-contiguous array for a decode to fill: numpy's own when small, else
     over a buffer of POOL (reused from an array that is gone, or new)."""
     dtype = np.dtype(dtype)
-    if int(np.prod(shape, dtype=object)) * dtype.itemsize < POOL_FROM:
+    if math.prod(shape) * dtype.itemsize < POOL_FROM:
         return np.empty(shape, dtype)
     return POOL.empty(shape, dtype)
 
