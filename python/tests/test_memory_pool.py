@@ -113,11 +113,12 @@ def test_values_are_exact_after_reuse(files, expected):
 
 
 def test_threads_decoding_at_once_get_their_own_memory(files, expected):
-    """Four threads, each decoding 12 arrays and keeping the last two: every array holds its
-    own tensor's values when checked after all threads are done (a buffer given to two live
-    arrays would hold the values of whichever decoded last)."""
+    """Four threads, each decoding 12 arrays and keeping only the last two, so that buffers go
+    back and are handed out again across threads: after every decode both arrays a thread
+    keeps still hold their own tensor's values (a buffer given to two live arrays would hold
+    the values of whichever decoded last)."""
     handles = {kind: tensormap.open(path) for kind, path in files.items()}
-    results, errors = [], []
+    wrong, errors = [], []
 
     def work(seed):
         try:
@@ -125,7 +126,7 @@ def test_threads_decoding_at_once_get_their_own_memory(files, expected):
             for i in range(12):
                 kind = ("q4_K", "q8_0")[(seed + i) % 2]
                 kept = kept[-1:] + [(kind, handles[kind].get_tensor("w"))]
-                results.append(kept[-1])
+                wrong.extend((seed, i, k) for k, a in kept if not np.array_equal(a, expected[k]))
         except Exception as e:   # noqa: BLE001 (reported by the main thread)
             errors.append(e)
 
@@ -134,15 +135,10 @@ def test_threads_decoding_at_once_get_their_own_memory(files, expected):
         t.start()
     for t in threads:
         t.join()
-    assert not errors
-    live = [(kind, a) for kind, a in results]
-    for kind, a in live:
-        assert np.array_equal(a, expected[kind])
-    spans = sorted(span(a.ctypes.data) for _, a in live)
-    # results keeps every array alive, so no two may share memory
-    assert all(not overlaps(x, y) for x, y in zip(spans, spans[1:]))
     for f in handles.values():
         f.close()
+    assert not errors
+    assert not wrong, "(thread, round, tensor) whose kept array changed"
 
 
 # ---- the cap and the variable, in a child process (the variable is read at import) ----------
