@@ -74,6 +74,13 @@ class Pool:
         self.cap = cap
         self._free = []      # oldest returned first
         self._held = 0
+        self._new_lock()
+        # A child forked while another thread held the lock (a DataLoader's workers) would wait
+        # for it forever: it gets a lock of its own.
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._new_lock)
+
+    def _new_lock(self):
         # Reentrant: a buffer may come back from a collection that runs inside take or give.
         self._lock = threading.RLock()
 

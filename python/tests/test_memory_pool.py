@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -139,6 +140,42 @@ def test_threads_decoding_at_once_get_their_own_memory(files, expected):
         f.close()
     assert not errors
     assert not wrong, "(thread, round, tensor) whose kept array changed"
+
+
+def test_a_child_forked_while_a_thread_uses_the_pool_can_use_it(files, expected):
+    """fork() while another thread is inside the pool (holding its lock): the child's decodes
+    must not wait for a thread the child does not have."""
+    from tensormap import _memory
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with _memory.POOL._lock:
+            inside.set()
+            leave.wait()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    inside.wait()
+    try:
+        pid = os.fork()
+        if pid == 0:   # the child: decode, and say by the exit status whether it was right
+            try:
+                with tensormap.open(files["q8_0"]) as f:
+                    os._exit(0 if np.array_equal(f.get_tensor("w"), expected["q8_0"]) else 1)
+            finally:
+                os._exit(2)
+        for _ in range(600):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child still waited for the pool's lock after 60 s")
+    finally:
+        leave.set()
+        holder.join()
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 # ---- the cap and the variable, in a child process (the variable is read at import) ----------
