@@ -419,7 +419,7 @@ class File:
             raise _error(InvalidError, "INVALID_ARG",
                          f"tensor {name!r}: rows [{r0}, {r1}) are not within its {rows} rows",
                          path=str(self.path))
-        out = np.empty((r1 - r0, t.contents.ne[0]), self._dtype(t))
+        out = _memory.empty((r1 - r0, t.contents.ne[0]), self._dtype(t))
         if out.size and out.dtype != np.float32:
             self._own_values(t, r0 * t.contents.ne[0], out)
         elif out.size:
