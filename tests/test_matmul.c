@@ -168,13 +168,15 @@ static float *decoded(tm_type type, const uint8_t *p, size_t n, const char *isa)
 
 static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q8_0,
                                         TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K, TM_TYPE_Q6_K,
-                                        TM_TYPE_IQ4_XS, TM_TYPE_MXFP4 };
+                                        TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
+                                        TM_TYPE_IQ4_NL };
 
 /* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), by hand: a kernel
  * dropped from the table would still pass every other test (each column then runs the
  * 1-column kernel, the same bits). */
 static const tm_type batched_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K,
-                                         TM_TYPE_Q6_K, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4 };
+                                         TM_TYPE_Q6_K, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
+                                         TM_TYPE_IQ4_NL };
 
 /* Ragged n around the batched kernels' groups of 4 (1, 3, 5, 7, 17, 33 columns) of every random
  * type, 67 rows (not whole blocks of 16 rows; the bound is relative to max|W x| over the rows:
@@ -277,8 +279,9 @@ Test(matmul, batched_kernels_only_beside_the_kernel_they_reproduce)
                      "type id %u on avx512", id);
         batched_on_avx512 += listed && mv_avx2;
     }
-    /* q4_0, q5_K, iq4_xs, mxfp4 (docs/matvec.md: AVX-512 runs AVX2's 1-column kernel for them) */
-    cr_assert_eq(batched_on_avx512, 4u);
+    /* q4_0, q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's 1-column
+     * kernel for them) */
+    cr_assert_eq(batched_on_avx512, 6u);
 }
 #endif
 

@@ -1,13 +1,13 @@
 /* AVX2 TM_MATVEC_Q8 kernels for tm_matmul: one row of W against TM__MM_COLS columns of x at
  * once, for q8_0, q4_0, q4_K, q6_K (the 1-column kernels of matvec_avx2.c) and q5_K, iq4_xs,
- * mxfp4 (those of matvec_avx2_q8.c). Built with their own -m flags; only the table is exported.
+ * mxfp4, q4_1, iq4_nl (those of matvec_avx2_q8.c). Built with their own -m flags; only the table is exported.
  *
  * Each kernel walks the row's blocks once: a block's codes (nibbles split, fifth bits merged,
  * table values looked up, sign taken for maddubs) and its scales are formed once, then dotted
  * with every column's x block. Per column the float operations are the 1-column kernel's, in its
  * order and in the same lanes (one float multiply-add per block into eight lanes and the same
- * horizontal sum for q8_0, q4_0, q4_K, q6_K; the block's exact integer sum scaled into a double
- * for q5_K, iq4_xs, mxfp4); the integer sums are exact, so their order is free. So y[c] is that
+ * horizontal sum for q8_0, q4_0, q4_K, q6_K; eight float lanes per block into double for q4_1,
+ * iq4_nl; the block's exact integer sum scaled into a double for q5_K, iq4_xs, mxfp4); the integer sums are exact, so their order is free. So y[c] is that
  * kernel's result for column c bit for bit, which tests/test_matmul.c checks against tm_matvec
  * on every golden row and on random blocks. Loads are unaligned and never leave the row. */
 #include "../blocks.h"
@@ -119,6 +119,53 @@ static __m256i q4_0_codes(const uint8_t *b)
 MM_FMA32(mm_q8_0_q8_avx2, tm__block_q8_0, q8_0_codes)
 MM_FMA32(mm_q4_0_q8_avx2, tm__block_q4_0, q4_0_codes)
 #undef MM_FMA32
+
+/* ---- 32-element blocks, eight float lanes per block into double (q4_1, iq4_nl) -------------- */
+
+/* unsigned codes (q4_1's nibbles) go to maddubs as they are */
+static signed_codes unsigned_codes(__m256i u) { return (signed_codes){ u, u }; }
+static __m256i pairs_u(signed_codes c, __m256i x) { return _mm256_maddubs_epi16(c.abs, x); }
+
+static __m256i q4_1_codes(const uint8_t *b) { return nibbles(b + 4); }
+static __m256i iq4_nl_codes(const uint8_t *b) { return looked_up(tm__kvalues_iq4nl, b + 2); }
+
+/* as matvec_avx2_q8.c's DOT32: per block and column, (d dx) (codes . x) [+ (m dx) (sum of x)]
+ * in eight float lanes, added into two double vectors, summed at the end */
+#define MM_LANES32(name, block, codes_of, prep, pairs, offset)                                \
+    static void name(const void *w, const void *const xq[COLS], size_t n_blocks,            \
+                     float y[COLS])                                                           \
+    {                                                                                         \
+        const uint8_t *b = w;                                                                 \
+        const __m256i one16 = _mm256_set1_epi16(1);                                           \
+        __m256d lo[COLS], hi[COLS];                                                           \
+        for (int c = 0; c < COLS; c++)                                                        \
+            lo[c] = hi[c] = _mm256_setzero_pd();                                              \
+        for (size_t i = 0; i < n_blocks; i++, b += sizeof(block)) {                          \
+            const signed_codes q = prep(codes_of(b));                                         \
+            const float d = half(b), m = (offset) ? half(b + 2) : 0.0f;                      \
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)                            \
+            {                                                                                 \
+                const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;                            \
+                const __m256i xv = ld256(x->qs);                                              \
+                __m256 f = _mm256_mul_ps(_mm256_set1_ps(d * x->d),                            \
+                                         _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs(q, xv), one16))); \
+                if (offset)                                                                   \
+                    f = _mm256_fmadd_ps(_mm256_set1_ps(m * x->d),                             \
+                                        _mm256_cvtepi32_ps(_mm256_madd_epi16(                 \
+                                            _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), one16)), f); \
+                lo[c] = _mm256_add_pd(lo[c], _mm256_cvtps_pd(_mm256_castps256_ps128(f)));     \
+                hi[c] = _mm256_add_pd(hi[c], _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));   \
+            }                                                                                 \
+        }                                                                                     \
+        for (int c = 0; c < COLS; c++) {                                                      \
+            const __m256d s = _mm256_add_pd(lo[c], hi[c]);                                    \
+            const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1)); \
+            y[c] = (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));               \
+        }                                                                                     \
+    }
+MM_LANES32(mm_q4_1_q8_avx2, tm__block_q4_1, q4_1_codes, unsigned_codes, pairs_u, 1)
+MM_LANES32(mm_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_codes, with_signs, pairs_s, 0)
+#undef MM_LANES32
 
 /* ---- mxfp4: the block's integer sum scaled in double ---------------------------------------- */
 
@@ -318,5 +365,7 @@ const tm__kernels tm__kernels_matmul_avx2_q8 = {
         [TM_TYPE_Q6_K] = mm_q6_K_q8_avx2,
         [TM_TYPE_IQ4_XS] = mm_iq4_xs_q8_avx2,
         [TM_TYPE_MXFP4] = mm_mxfp4_q8_avx2,
+        [TM_TYPE_Q4_1] = mm_q4_1_q8_avx2,
+        [TM_TYPE_IQ4_NL] = mm_iq4_nl_q8_avx2,
     },
 };
