@@ -664,9 +664,10 @@ TM_API tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigne
  * once per column. Column j of Y is bit for bit tm_matvec(w, X + j * k, ...) in the same mode
  * on the same path, so it never depends on n, the other columns or n_threads (0 = online CPUs;
  * threads take tiles of rows). Allocates n plans of about 100 bytes and, in TM_MATVEC_Q8, each
- * column quantized (about 1.14 k bytes each), freed before returning. Errors (err filled, Y
- * untouched): those of tm_matvec_rows, and TM_INVALID_ARG for X or Y NULL, n = 0, or k not
- * w->ne[0]; TM_NOMEM for the plans. Modes, speed and bounds: docs/matvec.md. */
+ * column quantized (about 1.14 k bytes each, and a pointer to each), freed before returning.
+ * Errors (err filled, Y untouched): those of tm_matvec_rows, and TM_INVALID_ARG for X or Y
+ * NULL, n = 0, or k not w->ne[0]; TM_NOMEM for the plans. Modes, speed and bounds:
+ * docs/matvec.md. */
 TM_API tm_status tm_matmul(const tm_tensor *w, const float *X, uint64_t k, uint64_t n, float *Y,
                            unsigned mode, unsigned n_threads, tm_error *err);
 
