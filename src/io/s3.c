@@ -164,38 +164,43 @@ static char *aws_file(const char *var, const char *name)
 
 static char *dup_span(span s) { return s.p ? strndup(s.p, s.n) : NULL; }
 
-/* The profile's credentials and region, the credentials file's before the config file's. */
-static tm_status from_profile(tm__s3 *out, const char *name, bool named, tm_error *err)
+/* The profile's region and, when want_keys, its credentials, the credentials file's before the
+ * config file's. named: the profile was asked for by name (AWS_PROFILE), so it must exist. */
+static tm_status from_profile(tm__s3 *out, const char *name, bool named, bool want_keys,
+                              tm_error *err)
 {
-    char *paths[2] = {aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials"),
+    char *paths[2] = {want_keys ? aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials") : NULL,
                       aws_file("AWS_CONFIG_FILE", "config")};
     profile pf[2] = {{0}, {0}};
     tm_status st = TM_OK;
     for (int i = 0; i < 2 && st == TM_OK; i++)
         if (paths[i])
             st = read_profile(paths[i], name, i == 1, &pf[i], err);
-    const int with_keys = pf[0].v[KEY_ID].p ? 0 : pf[1].v[KEY_ID].p ? 1 : -1;
+    /* names reach messages quoted: they come from the environment and from files */
+    char qname[200], qpath[2][300];
+    tm__quote(qname, sizeof qname, name, strlen(name));
+    for (int i = 0; i < 2; i++)
+        tm__quote(qpath[i], sizeof qpath[i], paths[i] ? paths[i] : "", paths[i] ? strlen(paths[i]) : 0);
+    const int with_keys = !want_keys ? -1 : pf[0].v[KEY_ID].p ? 0 : pf[1].v[KEY_ID].p ? 1 : -1;
     if (st == TM_OK && named && !pf[0].found && !pf[1].found)
         st = tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET,
-                      "AWS_PROFILE names the profile '%s', which neither %s nor %s has",
-                      name, paths[0] ? paths[0] : "~/.aws/credentials",
-                      paths[1] ? paths[1] : "~/.aws/config");
+                      "AWS_PROFILE names the profile %s, which neither %s nor %s has", qname,
+                      qpath[0], qpath[1]);
     if (st == TM_OK && with_keys >= 0 && !pf[with_keys].v[SECRET].p)
         st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
-                      "the profile '%s' in %s has aws_access_key_id but no "
-                      "aws_secret_access_key", name, paths[with_keys]);
+                      "the profile %s in %s has aws_access_key_id but no aws_secret_access_key",
+                      qname, qpath[with_keys]);
     if (st == TM_OK && with_keys >= 0) {
         const profile *k = &pf[with_keys];
         out->key = dup_span(k->v[KEY_ID]);
         out->secret = dup_span(k->v[SECRET]);
         out->token = dup_span(k->v[TOKEN]);
-        if (asprintf(&out->credentials, "the profile '%s' in %s", name, paths[with_keys]) < 0)
+        if (asprintf(&out->credentials, "the profile %s in %s", qname, qpath[with_keys]) < 0)
             out->credentials = NULL;
         if (!out->key || !out->secret || (k->v[TOKEN].p && !out->token) || !out->credentials)
             st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     }
-    if (st == TM_OK && pf[1].v[REGION].n && !env("AWS_REGION") && !env("AWS_DEFAULT_REGION") &&
-        !(out->region = dup_span(pf[1].v[REGION])))
+    if (st == TM_OK && pf[1].v[REGION].n && !(out->region = dup_span(pf[1].v[REGION])))
         st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     for (int i = 0; i < 2; i++) {
         free(pf[i].text);
@@ -220,11 +225,12 @@ static tm_status credentials(tm__s3 *out, tm_error *err)
         out->credentials = strdup(FROM_ENV);
         if (!out->key || !out->secret || (token && !out->token) || !out->credentials)
             return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
+        /* the profile for its region only: the keys above win */
         return from_profile(out, env("AWS_PROFILE") ? env("AWS_PROFILE") : "default", false,
-                            err); /* for its region only: the keys above win */
+                            false, err);
     }
     const char *name = env("AWS_PROFILE");
-    return from_profile(out, name ? name : "default", name != NULL, err);
+    return from_profile(out, name ? name : "default", name != NULL, true, err);
 }
 
 /* ---- the name --------------------------------------------------------------------------------- */
@@ -340,10 +346,16 @@ bool tm__s3_explain(const char *credentials, long code, const uint8_t *body, siz
     else if (span_is(c, "AccessDenied") && credentials)
         snprintf(out, cap, "AccessDenied: the credentials of %s may not read this object (check "
                            "the bucket's policy, or use another profile)", credentials);
-    else if (span_is(c, "AccessDenied") || code == 401 || (code == 403 && !c.p && !credentials))
+    else if (span_is(c, "AccessDenied") || ((code == 401 || code == 403) && !c.p && !credentials))
         snprintf(out, cap, "%s: the bucket is not public, and no credentials are set (set "
                            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)",
                  c.p ? "AccessDenied" : "access refused");
+    else if ((code == 401 || code == 403) && !c.p)
+        snprintf(out, cap, "access refused to the credentials of %s", credentials);
+    else if (code >= 300 && code < 400 && !c.p)
+        snprintf(out, cap, "a redirect, which an S3 request does not follow (a signed request "
+                           "would go elsewhere): check AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL "
+                           "and AWS_REGION");
     else if (span_is(c, "ExpiredToken") || span_is(c, "InvalidToken"))
         snprintf(out, cap, "%.*s: the session token is expired or not valid: renew %s",
                  (int)c.n, c.p, env_keys ? "AWS_SESSION_TOKEN" : "aws_session_token");

@@ -56,6 +56,14 @@ char *server_try_start(server *s, const char *root, const char *name, const char
     snprintf(s->log, sizeof s->log, "%s/%s.log", test_dir(), name);
     snprintf(s->out, sizeof s->out, "%s/%s.out", test_dir(), name);
     s->tls = cert != NULL;
+    const char *argv[] = {"python3", script, "--root", root, "--port-file", port_file, "--log",
+                          s->log, cert ? "--tls" : NULL, cert, key, NULL};
+    return server_spawn(s, "/usr/bin/python3", argv, port_file);
+}
+
+char *server_spawn(server *s, const char *program, const char *const argv[],
+                   const char *port_file)
+{
     fflush(NULL);
     pid_t pid = fork();
     if (pid == -1)
@@ -65,12 +73,7 @@ char *server_try_start(server *s, const char *root, const char *name, const char
         int in = open("/dev/null", O_RDONLY);
         if (out < 0 || in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
             _exit(127);
-        if (cert)
-            execl("/usr/bin/python3", "python3", script, "--root", root, "--port-file", port_file,
-                  "--log", s->log, "--tls", cert, key, (char *)NULL);
-        else
-            execl("/usr/bin/python3", "python3", script, "--root", root, "--port-file", port_file,
-                  "--log", s->log, (char *)NULL);
+        execv(program, (char *const *)argv);
         _exit(127);
     }
     s->pid = pid;

@@ -21,6 +21,10 @@ typedef struct server {
  * the server stopped. */
 char *server_try_start(server *s, const char *root, const char *name, const char *cert,
                        const char *key);
+/* Run program with argv (NULL-terminated), its output into s->out, and wait (at most 15 s) for
+ * the port it writes into port_file: server_try_start's part for any server. */
+char *server_spawn(server *s, const char *program, const char *const argv[],
+                   const char *port_file);
 void server_stop(server *s);
 /* A remote suite's .init and .fini: the environment cleaned (clean_environment), root made as
  * TEST_DIR/root, the server started on it; on failure the test directory is removed
