@@ -102,6 +102,18 @@ static void golden_place(const char *tensor, uint64_t *data_start, uint64_t *off
     cr_assert(*data_start > 0 && *size > 0, "%s: no tensor %s", path, tensor);
 }
 
+/* Run `info u`, which must succeed, and return the requests it made (at least one). */
+static json_t *info_requests(const char *u)
+{
+    size_t mark = server_log_mark(&srv);
+    tool_result r = tool_run("info", u, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tool_result_free(&r);
+    json_t *log = server_log_since(&srv, mark);
+    cr_assert_geq(json_array_size(log), 1);
+    return log;
+}
+
 /* The failure a command must end in: status 1, the words in its message, no secret in it. */
 static void expect_refused(tool_result *r, const char *words, const char *secret)
 {
@@ -186,12 +198,7 @@ Test(s3, a_key_with_spaces_and_plus_is_percent_encoded)
     char golden[512];
     snprintf(golden, sizeof golden, "%s/golden/golden-a.gguf", getenv("TM_CORPUS"));
     s3_put(&srv, "models", "odd dir/a+b c.gguf", golden);
-    size_t mark = server_log_mark(&srv);
-    tool_result r = tool_run("info", "s3://models/odd dir/a+b c.gguf", NULL);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    tool_result_free(&r);
-    json_t *log = server_log_since(&srv, mark);
-    cr_assert_geq(json_array_size(log), 1);
+    json_t *log = info_requests("s3://models/odd dir/a+b c.gguf");
     cr_expect_str_eq(str_of(json_array_get(log, 0), "path"), "/models/odd%20dir/a%2Bb%20c.gguf");
     json_decref(log);
 }
@@ -256,15 +263,10 @@ Test(s3, a_missing_bucket_is_no_such_bucket_and_not_found)
 Test(s3, anonymous_access_reads_a_public_bucket_and_is_refused_by_a_private_one)
 {
     need_server();
-    size_t mark = server_log_mark(&srv);
-    tool_result r = tool_run("info", "s3://models/dir/golden-a.gguf", NULL);
-    cr_expect_eq(r.status, 0, "%s", r.err);
-    tool_result_free(&r);
-    json_t *log = server_log_since(&srv, mark);
-    cr_assert_geq(json_array_size(log), 1);
+    json_t *log = info_requests("s3://models/dir/golden-a.gguf");
     cr_expect(json_is_null(json_object_get(json_array_get(log, 0), "authorization")));
     json_decref(log);
-    r = tool_run("info", "s3://private/golden-a.gguf", NULL);
+    tool_result r = tool_run("info", "s3://private/golden-a.gguf", NULL);
     expect_refused(&r, "HTTP 403: AccessDenied: the bucket is not public, and no credentials "
                        "are set", WRONG_SECRET);
     tool_result_free(&r);
@@ -280,12 +282,7 @@ Test(s3, the_session_token_is_sent_and_signed)
     need_server();
     sign_with(S3_KEY, S3_SECRET);
     setenv("AWS_SESSION_TOKEN", "tm-session-token-1", 1);
-    size_t mark = server_log_mark(&srv);
-    tool_result r = tool_run("info", "s3://models/dir/golden-a.gguf", NULL);
-    cr_expect_eq(r.status, 0, "%s", r.err);
-    tool_result_free(&r);
-    json_t *log = server_log_since(&srv, mark);
-    cr_assert_geq(json_array_size(log), 1);
+    json_t *log = info_requests("s3://models/dir/golden-a.gguf");
     const json_t *e = json_array_get(log, 0);
     cr_expect_str_eq(str_of(e, "token"), "tm-session-token-1");
     cr_expect(strstr(str_of(e, "authorization"), "x-amz-security-token"),
@@ -313,18 +310,13 @@ Test(s3, aws_profile_reads_the_credentials_and_config_files_under_home)
     cr_assert(mkdir(aws, 0700) == 0 || errno == EEXIST, "%s", aws);
     snprintf(creds, sizeof creds, "%s/credentials", aws);
     snprintf(config, sizeof config, "%s/config", aws);
-    write_text(creds, "# test profiles\n[default]\naws_access_key_id = AKIATMDEFAULT\n"
+    write_text(creds, "# test profiles\n[default]\naws_access_key_id = " S3_KEY "\n"
                       "aws_secret_access_key = " WRONG_SECRET "\n\n[tm]\n"
                       "aws_access_key_id=" S3_KEY "\r\naws_secret_access_key = " S3_SECRET "\n");
     write_text(config, "[default]\nregion = us-west-2\n; comment\n[profile tm]\n"
                        "region = eu-west-3\n");
     setenv("AWS_PROFILE", "tm", 1);
-    size_t mark = server_log_mark(&srv);
-    tool_result r = tool_run("info", "s3://private/golden-a.gguf", NULL);
-    cr_expect_eq(r.status, 0, "%s", r.err);
-    tool_result_free(&r);
-    json_t *log = server_log_since(&srv, mark);
-    cr_assert_geq(json_array_size(log), 1);
+    json_t *log = info_requests("s3://private/golden-a.gguf");
     cr_expect(strstr(str_of(json_array_get(log, 0), "authorization"),
                      "Credential=" S3_KEY "/"),
               "%s", str_of(json_array_get(log, 0), "authorization"));
@@ -334,9 +326,9 @@ Test(s3, aws_profile_reads_the_credentials_and_config_files_under_home)
     json_decref(log);
     /* the default profile's secret is wrong: the message names the profile and the file */
     unsetenv("AWS_PROFILE");
-    r = tool_run("info", "s3://private/golden-a.gguf", NULL);
-    expect_refused(&r, "InvalidAccessKeyId", WRONG_SECRET);
-    cr_expect(strstr(r.err, "aws_access_key_id of the profile 'default' in ") &&
+    tool_result r = tool_run("info", "s3://private/golden-a.gguf", NULL);
+    expect_refused(&r, "SignatureDoesNotMatch", WRONG_SECRET);
+    cr_expect(strstr(r.err, "check aws_secret_access_key of the profile 'default' in '") &&
                   strstr(r.err, "/.aws/credentials"), "%s", r.err);
     tool_result_free(&r);
     setenv("AWS_PROFILE", "nobody", 1);
@@ -384,25 +376,11 @@ Test(s3, a_hostile_credentials_file_is_refused_clearly)
 Test(s3, without_an_endpoint_the_url_is_virtual_hosted_on_aws)
 {
     need_server();
-    const char *shim = getenv("TM_RESOLVE_SHIM");
-    cr_assert(shim && access(shim, R_OK) == 0, "TM_RESOLVE_SHIM is missing (make builds it)");
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "ldd '%s' 2>&1", getenv("TM_TOOL"));
-    int st;
-    char *libs = shell_output(cmd, &st);
-    const bool cares = strstr(libs, "libcares") != NULL;
-    free(libs);
-    if (cares)
-        cr_skip_test("libcurl resolves host names with c-ares here, past the getaddrinfo shim: "
-                     "not run, so that no name is looked up off the machine");
-    char endpoint[128], asan[512];
+    char endpoint[128];
     snprintf(endpoint, sizeof endpoint, "%s", getenv("AWS_ENDPOINT_URL_S3"));
     unsetenv("AWS_ENDPOINT_URL_S3");
     setenv("AWS_REGION", "eu-central-1", 1);
-    snprintf(asan, sizeof asan, "%s:verify_asan_link_order=0",
-             getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "");
-    setenv("ASAN_OPTIONS", asan, 1);
-    setenv("LD_PRELOAD", shim, 1);
+    preload_resolve_shim();
     tool_result r = tool_run("info", "s3://models/dir/golden-a.gguf", NULL);
     unsetenv("LD_PRELOAD");
     setenv("AWS_ENDPOINT_URL_S3", endpoint, 1);
@@ -461,24 +439,24 @@ Test(s3, a_safetensors_index_opens_across_its_shards_over_s3)
 {
     need_server();
     sign_with(S3_KEY, S3_SECRET);
-    const float v0[6] = {1.5f, -2.0f, 0.25f, 3.0f, -0.125f, 8.0f}, v1[6] = {7, 6, 5, 4, 3, 2};
-    const uint64_t s23[2] = {2, 3};
-    const char *one = test_path("model-00001-of-00002.safetensors");
-    const char *two = test_path("model-00002-of-00002.safetensors");
-    st_writer *w = st_writer_new();
-    st_writer_add(w, "model.layers.0.w", "F32", 2, s23, v0, sizeof v0);
-    cr_assert_eq(st_writer_write(w, one), 0);
-    st_writer_free(w);
-    w = st_writer_new();
-    st_writer_add(w, "model.layers.1.w", "F32", 2, s23, v1, sizeof v1);
-    cr_assert_eq(st_writer_write(w, two), 0);
-    st_writer_free(w);
+    /* shard i holds model.layers.i.w, 3 floats of its own */
+    const float values[2][3] = {{1.5f, -2.0f, 0.25f}, {7, 6, 5}};
+    const uint64_t shape[1] = {3};
+    for (int i = 0; i < 2; i++) {
+        char name[32], file[64], key[80];
+        snprintf(name, sizeof name, "model.layers.%d.w", i);
+        snprintf(file, sizeof file, "model-%05d-of-00002.safetensors", i + 1);
+        snprintf(key, sizeof key, "st/%s", file);
+        st_writer *w = st_writer_new();
+        st_writer_add(w, name, "F32", 1, shape, values[i], sizeof values[i]);
+        cr_assert_eq(st_writer_write(w, test_path(file)), 0);
+        st_writer_free(w);
+        s3_put(&srv, "private", key, test_path(file));
+    }
     const char *index = test_path("model.safetensors.index.json");
     write_text(index, "{\"metadata\": {}, \"weight_map\": {"
                       "\"model.layers.0.w\": \"model-00001-of-00002.safetensors\", "
                       "\"model.layers.1.w\": \"model-00002-of-00002.safetensors\"}}");
-    s3_put(&srv, "private", "st/model-00001-of-00002.safetensors", one);
-    s3_put(&srv, "private", "st/model-00002-of-00002.safetensors", two);
     s3_put(&srv, "private", "st/model.safetensors.index.json", index);
     const char *u = "s3://private/st/model.safetensors.index.json";
     json_t *j = tool_json(0, "info", "--json", u, NULL);
@@ -486,8 +464,8 @@ Test(s3, a_safetensors_index_opens_across_its_shards_over_s3)
     json_decref(j);
     tool_result r = tool_run("dump", u, "model.layers.1.w", "--format", "raw", "-o", "-", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert_eq(r.out_len, sizeof v1);
-    cr_expect_eq(memcmp(r.out, v1, sizeof v1), 0);
+    cr_assert_eq(r.out_len, sizeof values[1]);
+    cr_expect_eq(memcmp(r.out, values[1], sizeof values[1]), 0);
     tool_result_free(&r);
 }
 

@@ -52,6 +52,12 @@ void sleep_ms(long ms);
 /* Wait until the (plain HTTP) server has no request in progress: a request the tool gave up on
  * may still be writing, and its log line comes when it ends. */
 void server_quiet(const server *s);
+/* Send request (a whole HTTP/1.0 request) to s on 127.0.0.1 and read its answer into buf
+ * (NUL-terminated, at most cap - 1 bytes). */
+void server_request(const server *s, const char *request, char *buf, size_t cap);
+/* Put the resolver shim (TM_RESOLVE_SHIM: getaddrinfo knows only localhost) in LD_PRELOAD for
+ * the tool run next; the test is skipped, saying why, when libcurl resolves past it (c-ares). */
+void preload_resolve_shim(void);
 /* Where the server's log ends now, once quiet: what a command does next is logged after it. */
 size_t server_log_mark(const server *s);
 /* The body bytes the server wrote, and the requests it answered, since mark (once quiet). */

@@ -5,13 +5,10 @@
 
 #include <criterion/criterion.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,18 +68,8 @@ void s3_put(const server *s, const char *bucket, const char *key, const char *pa
     query_encode(p, sizeof p, path);
     snprintf(req, sizeof req, "GET /_put?bucket=%s&key=%s&path=%s HTTP/1.0\r\n"
              "Host: 127.0.0.1\r\n\r\n", b, k, p);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
-    cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
     char buf[1024];
-    size_t n = 0;
-    for (ssize_t got; n < sizeof buf - 1 && (got = read(fd, buf + n, sizeof buf - 1 - n)) > 0;)
-        n += (size_t)got;
-    buf[n] = '\0';
-    close(fd);
+    server_request(s, req, buf, sizeof buf);
     cr_assert(strstr(buf, " 200 ") && strstr(buf, "stored"), "storing %s as %s/%s: %s", path,
               bucket, key, buf);
 }
