@@ -73,7 +73,13 @@ char *server_spawn(server *s, const char *program, const char *const argv[],
         int in = open("/dev/null", O_RDONLY);
         if (out < 0 || in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
             _exit(127);
-        execv(program, (char *const *)argv);
+        char *args[16]; /* execv's type for argv: the same pointers, copied */
+        size_t n = 0;
+        while (argv[n] && n + 1 < sizeof args / sizeof args[0])
+            n++;
+        memcpy(args, argv, n * sizeof *args);
+        args[n] = NULL;
+        execv(program, args);
         _exit(127);
     }
     s->pid = pid;
