@@ -335,6 +335,15 @@ Test(s3, aws_profile_reads_the_credentials_and_config_files_under_home)
     r = tool_run("info", "s3://private/golden-a.gguf", NULL);
     expect_refused(&r, "AWS_PROFILE names the profile 'nobody'", WRONG_SECRET);
     tool_result_free(&r);
+    /* the environment's key pair wins over the default profile's (whose secret is wrong); the
+     * config file still gives the region */
+    unsetenv("AWS_PROFILE");
+    sign_with(S3_KEY, S3_SECRET);
+    log = info_requests("s3://private/golden-a.gguf");
+    cr_expect(strstr(str_of(json_array_get(log, 0), "authorization"), "/us-west-2/s3/"),
+              "not signed for the config file's region: %s",
+              str_of(json_array_get(log, 0), "authorization"));
+    json_decref(log);
     cr_assert_eq(unlink(creds), 0);
     cr_assert_eq(unlink(config), 0);
 }
