@@ -376,6 +376,13 @@ Test(s3, a_hostile_credentials_file_is_refused_clearly)
     r = tool_run("info", "s3://models/dir/golden-a.gguf", NULL);
     expect_refused(&r, "larger than 1048576 bytes", WRONG_SECRET);
     tool_result_free(&r);
+    /* a region goes into the host name and the signature: one that is not a region is refused */
+    write_text(path, "[default]\n");
+    write_text(test_path("config"), "[default]\nregion = us-east-1.evil.example/x\n");
+    setenv("AWS_CONFIG_FILE", test_path("config"), 1);
+    r = tool_run("info", "s3://models/dir/golden-a.gguf", NULL);
+    expect_refused(&r, "the region 'us-east-1.evil.example/x' is not one", WRONG_SECRET);
+    tool_result_free(&r);
     unsetenv("AWS_SHARED_CREDENTIALS_FILE");
     unsetenv("AWS_CONFIG_FILE");
 }

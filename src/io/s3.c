@@ -263,6 +263,16 @@ tm_status tm__s3_resolve(const char *spec, tm__s3 *out, tm_error *err)
     const char *region = env("AWS_REGION") ? env("AWS_REGION")
                          : env("AWS_DEFAULT_REGION") ? env("AWS_DEFAULT_REGION")
                          : out->region ? out->region : DEFAULT_REGION;
+    /* the region goes into a host name and the signature's scope: letters, digits and '-' */
+    const size_t region_len = strlen(region);
+    if (st == TM_OK && (region_len == 0 || region_len > 32 ||
+                        strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != region_len)) {
+        char q[100];
+        tm__quote(q, sizeof q, region, region_len);
+        st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
+                      "the region %s is not one (lowercase letters, digits and '-', as us-east-1)",
+                      q);
+    }
     const char *endpoint = env("AWS_ENDPOINT_URL_S3") ? env("AWS_ENDPOINT_URL_S3")
                                                       : env("AWS_ENDPOINT_URL");
     size_t ep_len = endpoint ? strlen(endpoint) : 0;
