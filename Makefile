@@ -215,6 +215,7 @@ export TM_CORPUS = $(abspath ../shared/corpus)
 export TM_FAIL_SHIM = $(abspath $(B)/fail_io.so)
 export TM_RESOLVE_SHIM = $(abspath $(B)/no_resolve.so)
 export TM_HTTP_SERVER = $(abspath tests/support/http_server.py)
+export TM_S3_SERVER = $(abspath tests/support/s3/serve.js)
 export TM_README = $(abspath README.md)
 
 test: $(TEST_DEPS_STAMP) all $(B)/test_tensormap $(B)/fail_io.so $(B)/no_resolve.so check-exports

@@ -494,8 +494,10 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
  * "https://..." URLs and "hf:OWNER/REPO/FILE[@REVISION]", which is
  * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (HF_ENDPOINT defaults to https://huggingface.co,
  * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that origin (its scheme,
- * host and port: never over plain HTTP for an https endpoint) when HF_TOKEN is set. The
- * header is fetched by HTTP range requests and walked with the same checks as a local file: a
+ * host and port: never over plain HTTP for an https endpoint) when HF_TOKEN is set; and
+ * "s3://BUCKET/KEY", an object of S3 or an S3-compatible store, signed with AWS Signature V4 from
+ * the AWS variables and profile files as the AWS tools read them (unsigned without any;
+ * docs/remote.md). The header is fetched by HTTP range requests and walked with the same checks as a local file: a
  * first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
  * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
  * default 256 MiB, for all the files of a set together: TM_LIMIT beyond). A split GGUF set

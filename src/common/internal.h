@@ -68,7 +68,7 @@ tm_status tm__source_open(tm__source *s, const char *path, const tm__source_opts
                           tm_error *err);
 /* A caller's buffer of len bytes, borrowed: it must outlive the source. */
 void tm__source_buffer(tm__source *s, const void *buf, uint64_t len);
-/* "http://", "https://" or "hf:" */
+/* "http://", "https://", "hf:" or "s3://" */
 bool tm__is_url(const char *path);
 /* Make at least min(end, size) bytes available at base (a head fetches or reads more of
  * itself, and base may move: nothing may point into it across this call). Free for a source
