@@ -71,8 +71,14 @@ static tm_status plan_range(const tm_file *f, const tm_tensor *t, uint64_t offse
     const uint64_t at = tm_shard_layout(f, t->shard)->data_start + t->offset + offset;
     if (len == 0 || how == BY_NONE)
         return TM_OK;
-    if (tm__source_is_remote(s))
-        return tm__readahead_queue(f, t->shard, at, len, TM__AHEAD_FETCH, limit, planned, err);
+    if (tm__source_is_remote(s)) {
+        /* the head fetched at open holds the first bytes already */
+        const uint64_t in_head = at < s->avail ? s->avail - at : 0;
+        if (in_head >= len)
+            return TM_OK;
+        return tm__readahead_queue(f, t->shard, at + in_head, len - in_head, TM__AHEAD_FETCH,
+                                   limit, planned, err);
+    }
     if (how == BY_THREAD && t->data) /* a mapping: its pages are touched on the thread */
         return tm__readahead_queue(f, t->shard, at, len, TM__AHEAD_TOUCH, limit, planned, err);
     if (tm__source_advise(s, at, len, how == BY_FADVISE ? TM__ADVISE_FADVISE : TM__ADVISE_MADVISE))

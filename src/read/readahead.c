@@ -136,6 +136,21 @@ static void work(const tm_file *f, piece *p)
                                 (uint64_t)p->len);
 }
 
+/* With the lock held: do p's work (the lock released meanwhile), and say so. Whoever takes a
+ * queued piece does it, the thread or a reader that wants it now. */
+static void do_piece(tm__readahead *ra, piece *p)
+{
+    p->state = FETCHING;
+    pthread_mutex_unlock(&ra->lock);
+    work(ra->file, p);
+    pthread_mutex_lock(&ra->lock);
+    p->state = p->st == TM_OK ? ARRIVED : FAILED;
+    /* a touched piece has done its work once it is done; a dropped one has no reader */
+    if (p->dropped || p->kind == TM__AHEAD_TOUCH)
+        unlink_piece(ra, p);
+    pthread_cond_broadcast(&ra->changed);
+}
+
 static void *run(void *arg)
 {
     tm__readahead *ra = arg;
@@ -150,15 +165,7 @@ static void *run(void *arg)
             pthread_cond_wait(&ra->changed, &ra->lock);
             continue;
         }
-        p->state = FETCHING;
-        pthread_mutex_unlock(&ra->lock);
-        work(ra->file, p);
-        pthread_mutex_lock(&ra->lock);
-        p->state = p->st == TM_OK ? ARRIVED : FAILED;
-        /* a touched piece has done its work once it is done; a dropped one has no reader */
-        if (p->dropped || p->kind == TM__AHEAD_TOUCH)
-            unlink_piece(ra, p);
-        pthread_cond_broadcast(&ra->changed);
+        do_piece(ra, p);
     }
     pthread_mutex_unlock(&ra->lock);
     return NULL;
@@ -266,8 +273,8 @@ tm_status tm__readahead_read(const tm_file *f, uint32_t shard, uint64_t offset, 
             pthread_mutex_lock(&ra->lock);
             offset += k, dst += k, len -= k;
         } else if (p->state == QUEUED) {
-            /* not begun: read it here rather than wait behind the pieces before it */
-            unlink_piece(ra, p);
+            /* not begun: fetch it here rather than wait behind the pieces before it */
+            do_piece(ra, p);
         } else if (p->state == FETCHING) {
             pthread_cond_wait(&ra->changed, &ra->lock);
         } else if (p->state == FAILED) {
