@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -473,4 +474,70 @@ Test(remote_prefetch, dump_all_writes_the_same_and_fetches_the_same_bytes)
         free(x);
         free(y);
     }
+}
+
+/* Whether the server was asked, since mark, for a range that starts at byte at. */
+static bool asked_from(size_t mark, uint64_t at)
+{
+    json_t *log = server_log_since(&srv, mark);
+    char want[40];
+    snprintf(want, sizeof want, "bytes=%llu-", (unsigned long long)at);
+    bool found = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(log, i, e)
+    {
+        const char *range = json_string_value(json_object_get(e, "range"));
+        found |= range && strncmp(range, want, strlen(want)) == 0;
+    }
+    json_decref(log);
+    return found;
+}
+
+/* dump --all writes t0 into a FIFO nobody reads yet, so t0's decode cannot end: t1's bytes are
+ * asked for all the same (the prefetch of the tensor after the current one). Then t0's values
+ * are read out of the FIFO, and are the local dump's. */
+Test(remote_prefetch, dump_all_asks_for_the_next_tensor_before_this_one_is_done)
+{
+    const model m = remote_model("ahead.gguf", 512 * 1024); /* t0: 2 MiB of f32 */
+    char dir[512], fifo[600], local_dir[512], local_t0[600];
+    snprintf(dir, sizeof dir, "%s", test_path("ahead"));
+    snprintf(local_dir, sizeof local_dir, "%s", test_path("ahead-local"));
+    tool_result r = tool_run("dump", "--all", "--format", "raw", m.path, "-o", local_dir, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tool_result_free(&r);
+    cr_assert_eq(mkdir(dir, 0777), 0);
+    snprintf(fifo, sizeof fifo, "%s/t0.f32", dir);
+    cr_assert_eq(mkfifo(fifo, 0666), 0);
+
+    tm_file *f;
+    tm_error err;
+    cr_assert_eq(tm_open(m.path, 0, &f, &err), TM_OK, "%s", err.message);
+    const uint64_t t1_at = tm_file_layout(f)->data_start + tm_tensor_find(f, "t1")->offset;
+    tm_close(f);
+    cr_assert_gt(t1_at, 2 * MiB, "t1 must lie past the head the first request brings");
+
+    size_t mark = server_log_mark(&srv);
+    const char *argv[] = {"tensormap", "dump", "--all", "--format", "raw",
+                          url("files", "ahead.gguf"), "-o", dir, NULL};
+    const tool_spawn how = {.err_path = test_path("ahead.err")};
+    const int pid = tool_start(&how, argv);
+    const int rd = open(fifo, O_RDONLY); /* the tool has begun writing t0 */
+    cr_assert_geq(rd, 0);
+    bool ahead = false;
+    for (int i = 0; i < 1000 && !(ahead = asked_from(mark, t1_at)); i++)
+        sleep_ms(10);
+    size_t n_want;
+    snprintf(local_t0, sizeof local_t0, "%s/t0.f32", local_dir);
+    char *want = read_all(local_t0, &n_want), *got = malloc(n_want + 1);
+    size_t n_got = 0;
+    for (ssize_t k; (k = read(rd, got + n_got, n_want + 1 - n_got)) > 0;)
+        n_got += (size_t)k;
+    close(rd);
+    cr_assert_eq(tool_wait(pid), 0);
+    cr_expect(ahead, "t1's bytes were not asked for while t0 was still being written");
+    cr_assert_eq(n_got, n_want);
+    cr_assert_eq(memcmp(got, want, n_want), 0, "t0's values differ over HTTP");
+    free(got);
+    free(want);
 }
