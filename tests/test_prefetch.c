@@ -261,22 +261,31 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* name opened by URL (its head: the first 64 KiB, *head bytes) and every tensor of it planned,
+ * the bytes planned in *planned. */
+static tm_file *open_and_plan(const char *name, uint64_t *head, uint64_t *planned)
+{
+    tm_file *f;
+    tm_error err;
+    setenv("TM_HTTP_CHUNK", "64K", 1);
+    cr_assert_eq(tm_open(url("files", name), 0, &f, &err), TM_OK, "%s", err.message);
+    unsetenv("TM_HTTP_CHUNK");
+    *head = fetched_bytes(f);
+    tm_prefetch_range plan[8];
+    cr_assert_eq(tm_prefetch(f, plan, whole_plan(f, plan), planned, &err), TM_OK, "%s",
+                 err.message);
+    return f;
+}
+
 /* Every tensor planned: fetched once, in the background, then read and decoded from the
  * buffer without another request, bit for bit the file's bytes and the local file's values. */
 Test(remote_prefetch, a_plan_is_fetched_once_and_read_bit_for_bit)
 {
     const model m = remote_model("all.gguf", 1536 * 1024); /* 6 MiB each */
-    setenv("TM_HTTP_CHUNK", "64K", 1);
-    tm_file *f, *local;
+    uint64_t head, planned;
+    tm_file *f = open_and_plan("all.gguf", &head, &planned), *local;
     tm_error err;
-    cr_assert_eq(tm_open(url("files", "all.gguf"), 0, &f, &err), TM_OK, "%s", err.message);
     cr_assert_eq(tm_open(m.path, 0, &local, &err), TM_OK, "%s", err.message);
-    unsetenv("TM_HTTP_CHUNK");
-    const uint64_t head = fetched_bytes(f);
-    tm_prefetch_range plan[8];
-    uint64_t planned = 0;
-    cr_assert_eq(tm_prefetch(f, plan, whole_plan(f, plan), &planned, &err), TM_OK, "%s",
-                 err.message);
     /* the head holds the first bytes of data already: those are not fetched again */
     const uint64_t in_head = head - tm_file_layout(f)->data_start;
     cr_assert_eq(planned, m.data_bytes - in_head);
@@ -307,17 +316,9 @@ Test(remote_prefetch, a_plan_is_fetched_once_and_read_bit_for_bit)
 Test(remote_prefetch, a_plan_larger_than_the_limit_fetches_what_fits)
 {
     const model m = remote_model("bounded.gguf", 1536 * 1024);
-    setenv("TM_HTTP_CHUNK", "64K", 1);
     setenv("TM_PREFETCH_LIMIT", "8M", 1);
-    tm_file *f;
-    tm_error err;
-    cr_assert_eq(tm_open(url("files", "bounded.gguf"), 0, &f, &err), TM_OK, "%s", err.message);
-    unsetenv("TM_HTTP_CHUNK");
-    const uint64_t head = fetched_bytes(f);
-    tm_prefetch_range plan[8];
-    uint64_t planned = 0;
-    cr_assert_eq(tm_prefetch(f, plan, whole_plan(f, plan), &planned, &err), TM_OK, "%s",
-                 err.message);
+    uint64_t head, planned;
+    tm_file *f = open_and_plan("bounded.gguf", &head, &planned);
     unsetenv("TM_PREFETCH_LIMIT");
     cr_assert_eq(planned, 8 * MiB);
     wait_fetched(f, head + 8 * MiB);
