@@ -5,7 +5,9 @@
 #   make test       install missing Debian dependencies (as root), build, run the test suite
 #                   (the C suite, then the Python package's pytest suite: make test-python)
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer -> build-san/
-#   make bench      benchmarks (bench/open, bench/dequant, bench/export, bench/matvec)
+#   make bench      benchmarks (bench/open, bench/dequant, bench/export, bench/matvec);
+#                   COLD=1 adds bench/cold (writes 4 GiB to TMPDIR or /var/tmp, evicts it from
+#                   the page cache, decodes it cold: minutes, so not by default)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc and
 #                   tensormap-static.pc, tool, man page,
@@ -290,6 +292,7 @@ bench: all $(BENCHES)
 	$(B)/bench/dequant
 	$(B)/bench/export $(B)/tensormap
 	$(B)/bench/matvec
+	$(if $(COLD),$(B)/bench/cold)
 
 # ---- fuzz ------------------------------------------------------------------------------------
 

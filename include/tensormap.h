@@ -544,6 +544,54 @@ TM_API void tm_file_fetched(const tm_file *file, uint64_t *bytes, uint64_t *requ
 TM_API tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, void *buf,
                                  tm_error *err);
 
+/* ---- Prefetch: saying which bytes come next, so that they are on their way before they are
+ * decoded ------------------------------------------------------------------------------------ */
+
+/* Bytes [offset, offset + n_bytes) of a tensor's data; n_bytes TM_PREFETCH_TO_END means to the
+ * end of the tensor (a whole tensor is {t, 0, TM_PREFETCH_TO_END}). */
+typedef struct tm_prefetch_range {
+    const tm_tensor *tensor;
+    uint64_t offset;
+    uint64_t n_bytes;
+} tm_prefetch_range;
+#define TM_PREFETCH_TO_END UINT64_MAX
+/* The most bytes a remote file holds prefetched and not yet read, unless the environment
+ * variable TM_PREFETCH_LIMIT says otherwise (bytes, with a K, M or G suffix); and the most
+ * ranges one call takes. */
+#define TM_PREFETCH_DEFAULT_LIMIT (256ull << 20)
+#define TM_PREFETCH_MAX_RANGES (1u << 20)
+
+/* Start reading the ranges ahead of their decode, and return at once. For a mapped file the
+ * kernel is asked to read those pages in: madvise(MADV_WILLNEED), or with the environment
+ * variable TM_PREFETCH_METHOD=fadvise posix_fadvise(POSIX_FADV_WILLNEED), or =thread a thread
+ * of the file's own that touches the pages (measured: BENCHMARKS.md, "Cold reads"). For a
+ * file TM_OPEN_NO_MMAP reads as needed, posix_fadvise; for a file held in memory there is
+ * nothing to do. For a remote file the ranges are fetched in order, in pieces of at most
+ * 16 MiB, on a thread of the file's own, into a buffer the file owns, and tm_tensor_fetch,
+ * tm_dequant_* and tm_matvec* take the bytes from there (waiting for a piece still arriving)
+ * instead of asking the server: each byte planned is fetched once (bytes the head fetched at
+ * open are not planned), and freed once it has been read. The buffer holds at most
+ * TM_PREFETCH_LIMIT bytes in at most 4096 pieces: a plan larger than what is left of it
+ * prefetches what fits, in order, and the rest is fetched when it is read, as without a plan.
+ * A piece that fails to arrive reports its error to the read that wants it, once (that read
+ * fails as it would have without the plan). n_ranges 0 (ranges may then be NULL) drops what
+ * the file holds prefetched and not read yet. TM_PREFETCH_METHOD=none makes every plan do
+ * nothing. Everything is freed by tm_close, which waits for a piece in flight.
+ *
+ * *planned (when not NULL) is set to the bytes that will be read ahead: for a remote file those
+ * that fit in the buffer, for a local one all of them, 0 for a file held in memory (unless
+ * TM_PREFETCH_METHOD=thread, which touches its pages all the same). Safe from
+ * any number of threads at once, and beside the decoders. Returns TM_OK, or (nothing planned):
+ *   TM_INVALID_ARG  file NULL; ranges NULL with n_ranges > 0; a range with a NULL tensor or one
+ *                   that is not one of file's tensors (a copy is not); a range outside its
+ *                   tensor (each named by its index in ranges); TM_PREFETCH_METHOD set to
+ *                   another word than madvise, fadvise, thread or none
+ *   TM_LIMIT        more than TM_PREFETCH_MAX_RANGES ranges
+ *   TM_TRUNCATED    a range of a tensor cut off (tm_tensor_is_cut), naming it
+ *   TM_NOMEM        out of memory for the plan or the thread */
+TM_API tm_status tm_prefetch(const tm_file *file, const tm_prefetch_range *ranges,
+                             size_t n_ranges, uint64_t *planned, tm_error *err);
+
 /* =============================================================================================
  * PART 4  Computing: instruction sets, decoding to float32, matvec, rounding to f16/bf16
  *

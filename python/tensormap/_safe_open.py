@@ -95,6 +95,10 @@ class safe_open:   # noqa: N801 (safetensors' name)
     def __contains__(self, name):
         return name in self._file
 
+    def prefetch(self, names=None):
+        """File.prefetch: the named tensors (None: all) read ahead of get_tensor()."""
+        return self._file.prefetch(names)
+
     def metadata(self):
         """The file's metadata as a dict, or None when it has none (safetensors: __metadata__,
         string to string; GGUF: every entry, values typed as tensormap.File.metadata gives

@@ -124,6 +124,14 @@ int tm__source_reopen(const tm__source *s)
     return s->ops && s->ops->reopen ? s->ops->reopen(s) : -1;
 }
 
+bool tm__source_advise(const tm__source *s, uint64_t offset, uint64_t len, tm__advice how)
+{
+    uint64_t end;
+    if (!s->ops || !s->ops->advise || !tm__add_u64(offset, len, &end) || end > s->size)
+        return false;
+    return s->ops->advise(s, offset, len, how);
+}
+
 void tm__source_close(tm__source *s)
 {
     if (s->ops)

@@ -23,6 +23,9 @@ struct tm__source_ops {
     /* A new descriptor of path while it is still the file opened (tm__source_reopen); NULL
      * when the backend has no file to compare with. */
     int (*reopen)(const tm__source *s);
+    /* Ask the kernel to read bytes [offset, offset + len) in ahead (tm__source_advise); NULL
+     * for a backend with nothing to ask for. */
+    bool (*advise)(const tm__source *s, uint64_t offset, uint64_t len, tm__advice how);
 };
 
 /* Each opener is given s with path set (source.c owns it) and sets everything else. On
