@@ -119,6 +119,17 @@ static void lanes4_flush(const lanes4 *l, dacc *a)
     acc_add(a, _mm256_add_ps(_mm256_add_ps(l->v[0], l->v[1]), _mm256_add_ps(l->v[2], l->v[3])));
 }
 
+/* Ask for the cache lines of the block PREFETCH_BYTES ahead. These kernels spend enough
+ * instructions per byte that the out-of-order window covers only a few cache lines, so without
+ * the hint W streams from DRAM at a fraction of a plain read's rate. A prefetch past the end of
+ * the mapping is harmless: it is a hint, never a load that can fault. */
+#define PREFETCH_BYTES 1024
+static void prefetch_ahead(const uint8_t *b, size_t block_bytes)
+{
+    for (size_t o = 0; o < block_bytes; o += 64)
+        _mm_prefetch((const char *)(b + PREFETCH_BYTES + o), _MM_HINT_T0);
+}
+
 /* the eight bytes at p as eight int32, unsigned / signed */
 static __m256i zx8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
 static __m256i sx8(const uint8_t *p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
@@ -162,6 +173,8 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
         lanes4 l = lanes4_zero();                                                             \
         for (size_t i = 0; i < n_blocks; i++, b += sizeof(block), x += 32) {                  \
             __m256i c[4];                                                                     \
+            if (i % 2 == 0)                                                                   \
+                prefetch_ahead(b, 2 * sizeof(block));                                         \
             codes(b, c);                                                                      \
             l.v[i % 4] = _mm256_fmadd_ps(_mm256_set1_ps(half(b)), dot32(c, x), l.v[i % 4]);   \
             if (i % 8 == 7 || i + 1 == n_blocks) {                                            \
@@ -187,6 +200,7 @@ static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
     const __m256i m4 = _mm256_set1_epi32(15);
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x += 256) {
+        prefetch_ahead(b, sizeof(tm__block_q4_K));
         const float d = half(b), dmin = half(b + 2);
         uint32_t w4[4];
         tm__k4_scale_min_words(b + 4, w4);
@@ -235,6 +249,7 @@ static float dot_q6_K_avx2(const void *w, const float *x, size_t n_blocks)
     const uint8_t *b = w;
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x += 256) {
+        prefetch_ahead(b, sizeof(tm__block_q6_K));
         const float d = half(b + 208);
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
         int8_t codes[256]; /* q - 32 */
