@@ -281,14 +281,190 @@ static float dot_iq4_xs_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     return (float)acc;
 }
 
+/* ---- the grid i-quants: grid lookup and signs in registers (ggml's scheme) ---------------- */
+
+/* A block's weights are d f (2k + 1) (+-grid byte) (iq1: d (2k + 1) (g + delta), g in -1..1 and
+ * delta +-1/8, i.e. d (2k + 1) (8g +- 1) / 8), exact in float as the decoders form them: so
+ * the block is d f dx times an exact integer sum over its groups of (2k + 1) (codes . x), one
+ * rounding in double. Each group of 32 is four 8-byte grid entries set into one register; the
+ * sign bytes (iq2, iq3) go onto x's codes through matvec_unpack.h's byte masks (negate where the
+ * mask is 0xff), the magnitudes stay unsigned for maddubs (pairs at most 2 * 62 * 127). */
+static __m256i entries(uint64_t e0, uint64_t e1, uint64_t e2, uint64_t e3)
+{
+    return _mm256_set_epi64x((long long)e3, (long long)e2, (long long)e1, (long long)e0);
+}
+
+/* int16 scales: lo for elements 0..15 of the group, hi for 16..31 */
+static __m256i half_scales(int lo, int hi)
+{
+    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+}
+
+/* the sign bytes of the four sub-groups of a group */
+typedef struct signs4 {
+    unsigned s[4];
+} signs4;
+
+/* (mag . (x negated where the sign bits are set)) per half-group, times the half-group scales,
+ * as int32 lanes */
+static __m256i grid_group(__m256i mag, signs4 sg, const int8_t *xs, __m256i scales)
+{
+    const __m256i neg = entries(byte_mask[sg.s[0] & 255], byte_mask[sg.s[1] & 255],
+                                byte_mask[sg.s[2] & 255], byte_mask[sg.s[3] & 255]);
+    const __m256i sx = _mm256_sub_epi8(_mm256_xor_si256(ld256(xs), neg), neg);
+    return _mm256_madd_epi16(mul_u(mag, sx), scales);
+}
+
+/* Per block: acc += dx d f isum, isum the block's exact integer sum from group(b, g, xs). */
+#define DOT_GRID(type, f, group)                                                              \
+    static float dot_##type##_q8_avx2(const void *w, const void *xq, size_t n_blocks)        \
+    {                                                                                         \
+        const uint8_t *b = w;                                                                 \
+        const tm__q8_Kx *x = xq;                                                              \
+        double acc = 0.0;                                                                     \
+        for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_##type), x++) {          \
+            __m256i isum = _mm256_setzero_si256();                                            \
+            for (unsigned g = 0; g < 8; g++)                                                  \
+                isum = _mm256_add_epi32(isum, group(b, g, x->qs + 32 * g));                   \
+            acc += (double)x->d * (double)half(b) * (f) * hsum_i32(isum);                     \
+        }                                                                                     \
+        return (float)acc;                                                                    \
+    }
+
+static __m256i iq2_xxs_group(const uint8_t *b, unsigned g, const int8_t *xs)
+{
+    const uint8_t *rec = b + 2 + 8 * g;
+    const uint32_t a = tm__rd32(rec + 4);
+    const int k = 2 * (int)(a >> 28) + 1;
+    return grid_group(entries(tm__iq2xxs_grid[rec[0]], tm__iq2xxs_grid[rec[1]],
+                              tm__iq2xxs_grid[rec[2]], tm__iq2xxs_grid[rec[3]]),
+                      (signs4){ { tm__iq_ksign(a, 0), tm__iq_ksign(a, 1), tm__iq_ksign(a, 2),
+                                  tm__iq_ksign(a, 3) } },
+                      xs, half_scales(k, k));
+}
+
+static __m256i iq2_xs_group(const uint8_t *b, unsigned g, const int8_t *xs)
+{
+    unsigned v[4];
+    for (int l = 0; l < 4; l++)
+        v[l] = tm__rd16(b + 2 + 8 * g + 2 * l);
+    return grid_group(entries(tm__iq2xs_grid[v[0] & 511], tm__iq2xs_grid[v[1] & 511],
+                              tm__iq2xs_grid[v[2] & 511], tm__iq2xs_grid[v[3] & 511]),
+                      (signs4){ { tm__ksigns_iq2xs[v[0] >> 9], tm__ksigns_iq2xs[v[1] >> 9],
+                                  tm__ksigns_iq2xs[v[2] >> 9], tm__ksigns_iq2xs[v[3] >> 9] } },
+                      xs, half_scales(2 * (b[66 + g] & 15) + 1, 2 * (b[66 + g] >> 4) + 1));
+}
+
+static __m256i iq2_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
+{
+    const unsigned qh = b[66 + g];
+    const uint8_t *qs = b + 2 + 4 * g, *sg = b + 34 + 4 * g;
+    return grid_group(entries(tm__iq2s_grid[qs[0] | (qh & 3u) << 8],
+                              tm__iq2s_grid[qs[1] | (qh >> 2 & 3u) << 8],
+                              tm__iq2s_grid[qs[2] | (qh >> 4 & 3u) << 8],
+                              tm__iq2s_grid[qs[3] | (qh >> 6 & 3u) << 8]),
+                      (signs4){ { sg[0], sg[1], sg[2], sg[3] } }, xs,
+                      half_scales(2 * (b[74 + g] & 15) + 1, 2 * (b[74 + g] >> 4) + 1));
+}
+
+static __m256i iq3_xxs_group(const uint8_t *b, unsigned g, const int8_t *xs)
+{
+    const uint8_t *qs = b + 2 + 8 * g;
+    const uint32_t a = tm__rd32(b + 66 + 4 * g);
+    const int k = 2 * (int)(a >> 28) + 1;
+    const uint32_t *grid = tm__iq3xxs_grid;
+    return grid_group(entries(pair(grid[qs[0]], grid[qs[1]]), pair(grid[qs[2]], grid[qs[3]]),
+                              pair(grid[qs[4]], grid[qs[5]]), pair(grid[qs[6]], grid[qs[7]])),
+                      (signs4){ { tm__iq_ksign(a, 0), tm__iq_ksign(a, 1), tm__iq_ksign(a, 2),
+                                  tm__iq_ksign(a, 3) } },
+                      xs, half_scales(k, k));
+}
+
+static __m256i iq3_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
+{
+    const uint8_t *qs = b + 2 + 8 * g, *sg = b + 74 + 4 * g;
+    const unsigned qh = b[66 + g];
+    uint64_t e[4];
+    for (unsigned l = 0; l < 4; l++)
+        e[l] = pair(tm__iq3s_grid[qs[2 * l] | (qh >> 2 * l & 1) << 8],
+                    tm__iq3s_grid[qs[2 * l + 1] | (qh >> (2 * l + 1) & 1) << 8]);
+    const int k = 2 * (int)((unsigned)b[106 + g / 2] >> 4 * (g % 2) & 15) + 1;
+    return grid_group(entries(e[0], e[1], e[2], e[3]), (signs4){ { sg[0], sg[1], sg[2], sg[3] } },
+                      xs, half_scales(k, k));
+}
+
+DOT_GRID(iq2_xxs, 0.125, iq2_xxs_group)
+DOT_GRID(iq2_xs, 0.125, iq2_xs_group)
+DOT_GRID(iq2_s, 0.125, iq2_s_group)
+DOT_GRID(iq3_xxs, 0.25, iq3_xxs_group)
+DOT_GRID(iq3_s, 1.0, iq3_s_group)
+
+/* iq1: codes 8g + delta8 (delta8 = -1 where the sub-group's delta bit is set, else +1), signed:
+ * the sign trick */
+static __m256i iq1_group(__m256i grid, __m256i delta8, const int8_t *xs, __m256i scales)
+{
+    const __m256i g2 = _mm256_add_epi8(grid, grid), g4 = _mm256_add_epi8(g2, g2);
+    const __m256i c = _mm256_add_epi8(_mm256_add_epi8(g4, g4), delta8);
+    return _mm256_madd_epi16(mul_s(c, ld256(xs)), scales);
+}
+
+/* +-1 in every byte of an 8-byte sub-group: -1 when set */
+static long long delta8(unsigned set) { return set ? -1LL : 0x0101010101010101LL; }
+
+static __m256i iq1_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
+{
+    const unsigned w = tm__rd16(b + 34 + 2 * g);
+    const uint8_t *qs = b + 2 + 4 * g;
+    const int k = 2 * (int)(w >> 12 & 7) + 1;
+    const __m256i grid = entries(tm__iq1s_grid[qs[0] | (w & 7u) << 8],
+                                 tm__iq1s_grid[qs[1] | (w >> 3 & 7u) << 8],
+                                 tm__iq1s_grid[qs[2] | (w >> 6 & 7u) << 8],
+                                 tm__iq1s_grid[qs[3] | (w >> 9 & 7u) << 8]);
+    return iq1_group(grid, _mm256_set1_epi64x(delta8(w & 0x8000)), xs, half_scales(k, k));
+}
+
+DOT_GRID(iq1_s, 0.125, iq1_s_group)
+
+/* iq1_m: the block's half d from the scale words' top nibbles, a delta bit per sub-group */
+static float dot_iq1_m_q8_avx2(const void *w, const void *xq, size_t n_blocks)
+{
+    const uint8_t *b = w;
+    const tm__q8_Kx *x = xq;
+    double acc = 0.0;
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_iq1_m), x++) {
+        unsigned sw[4];
+        for (int k = 0; k < 4; k++)
+            sw[k] = tm__rd16(b + 48 + 2 * k);
+        __m256i isum = _mm256_setzero_si256();
+        for (unsigned g = 0; g < 8; g++) {
+            const unsigned s = sw[g / 2], c = 6 * (g % 2);
+            unsigned nib[4];
+            for (unsigned l = 0; l < 4; l++)
+                nib[l] = (unsigned)b[32 + 2 * g + l / 2] >> 4 * (l % 2);
+            const __m256i grid = entries(tm__iq1s_grid[b[4 * g] | (nib[0] & 7) << 8],
+                                         tm__iq1s_grid[b[4 * g + 1] | (nib[1] & 7) << 8],
+                                         tm__iq1s_grid[b[4 * g + 2] | (nib[2] & 7) << 8],
+                                         tm__iq1s_grid[b[4 * g + 3] | (nib[3] & 7) << 8]);
+            const __m256i d8 = _mm256_set_epi64x(delta8(nib[3] & 8), delta8(nib[2] & 8),
+                                                 delta8(nib[1] & 8), delta8(nib[0] & 8));
+            isum = _mm256_add_epi32(isum, iq1_group(grid, d8, x->qs + 32 * g,
+                                                    half_scales(2 * (int)(s >> c & 7) + 1,
+                                                                2 * (int)(s >> (c + 3) & 7) + 1)));
+        }
+        acc += (double)x->d * (double)tm__half_to_float(tm__iq1m_scale_bits(sw)) * 0.125 *
+               hsum_i32(isum);
+    }
+    return (float)acc;
+}
+
 /* ---- the other block types: codes unpacked to the stack (matvec_unpack.h), dotted here ---- */
 
 /* Per block: the codes in a stack buffer (the unpacking, not the dot, is what these cost);
  * per 32 elements one maddubs against x, the two groups of 16 in the low and high 128-bit
- * lanes scaled by sc_g dx (and, with offsets, mn_g dx times x's 16-sums) in float lanes, the
- * block's lanes into double. xk: x as q8_K (256-element blocks), else q8_0. */
+ * lanes scaled by sc_g dx in float lanes, the block's lanes into double. x as q8_K
+ * (256-element blocks), else q8_0. None of these types has an offset (mn is 0). */
 static inline float dot_unpacked(const uint8_t *w, const void *xq, size_t n_blocks, size_t bb,
-                                 size_t be, int offsets, tm__unpack_fn *unpack)
+                                 size_t be, tm__unpack_fn *unpack)
 {
     int8_t q[256];
     float sc[16], mn[16];
@@ -312,33 +488,22 @@ static inline float dot_unpacked(const uint8_t *w, const void *xq, size_t n_bloc
             const __m256i xv = ld256(xs);
             const __m256 s = _mm256_set_m128(_mm_set1_ps(sc[2 * p + 1] * dx), _mm_set1_ps(sc[2 * p] * dx));
             f = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(widen(mul_s(ld256(q + 32 * p), xv))), f);
-            if (offsets) {
-                const __m256 m = _mm256_set_m128(_mm_set1_ps(mn[2 * p + 1] * dx), _mm_set1_ps(mn[2 * p] * dx));
-                f = _mm256_fmadd_ps(m, _mm256_cvtepi32_ps(widen(mul_u(_mm256_set1_epi8(1), xv))), f);
-            }
         }
         add_lanes(acc, f);
     }
     return lanes_sum(acc);
 }
 
-#define DOT_UNPACKED(type, block_elems, offsets)                                              \
+#define DOT_UNPACKED(type, block_elems)                                              \
     static float dot_##type##_q8_avx2(const void *w, const void *xq, size_t n)              \
     {                                                                                         \
-        return dot_unpacked(w, xq, n, sizeof(tm__block_##type), block_elems, offsets,         \
-                            unpack_##type);                                                   \
+        return dot_unpacked(w, xq, n, sizeof(tm__block_##type), block_elems, unpack_##type); \
     }
-DOT_UNPACKED(nvfp4, 64, 0)
-DOT_UNPACKED(q1_0, 128, 0)
-DOT_UNPACKED(q2_0, 64, 0)
-DOT_UNPACKED(tq1_0, 256, 0)
-DOT_UNPACKED(tq2_0, 256, 0)
-DOT_UNPACKED(iq2_xxs, 256, 0)
-DOT_UNPACKED(iq2_xs, 256, 0)
-DOT_UNPACKED(iq2_s, 256, 0)
-DOT_UNPACKED(iq3_xxs, 256, 0)
-DOT_UNPACKED(iq3_s, 256, 0)
-DOT_UNPACKED(iq1_s, 256, 1)
+DOT_UNPACKED(nvfp4, 64)
+DOT_UNPACKED(q1_0, 128)
+DOT_UNPACKED(q2_0, 64)
+DOT_UNPACKED(tq1_0, 256)
+DOT_UNPACKED(tq2_0, 256)
 #undef DOT_UNPACKED
 
 const tm__kernels tm__kernels_matvec_avx2_q8 = {
@@ -363,5 +528,6 @@ const tm__kernels tm__kernels_matvec_avx2_q8 = {
         [TM_TYPE_IQ3_XXS] = dot_iq3_xxs_q8_avx2,
         [TM_TYPE_IQ3_S] = dot_iq3_s_q8_avx2,
         [TM_TYPE_IQ1_S] = dot_iq1_s_q8_avx2,
+        [TM_TYPE_IQ1_M] = dot_iq1_m_q8_avx2,
     },
 };
