@@ -287,8 +287,8 @@ static float dot_iq4_xs_q8_avx2(const void *w, const void *xq, size_t n_blocks)
  * delta +-1/8, i.e. d (2k + 1) (8g +- 1) / 8), exact in float as the decoders form them: so
  * the block is d f dx times an exact integer sum over its groups of (2k + 1) (codes . x), one
  * rounding in double. Each group of 32 is four 8-byte grid entries set into one register; the
- * sign bytes (iq2, iq3) go onto x's codes through matvec_unpack.h's byte masks (negate where the
- * mask is 0xff), the magnitudes stay unsigned for maddubs (pairs at most 2 * 62 * 127). */
+ * four sign bytes (iq2, iq3) are expanded to byte masks in the register and go onto x's codes
+ * (negated where set), the magnitudes stay unsigned for maddubs (pairs at most 2 * 62 * 127). */
 static __m256i entries(uint64_t e0, uint64_t e1, uint64_t e2, uint64_t e3)
 {
     return _mm256_set_epi64x((long long)e3, (long long)e2, (long long)e1, (long long)e0);
@@ -300,19 +300,31 @@ static __m256i half_scales(int lo, int hi)
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
 }
 
-/* the sign bytes of the four sub-groups of a group */
-typedef struct signs4 {
-    unsigned s[4];
-} signs4;
+/* 0xff in byte j of sub-group l where bit j of byte l of the u32 signs is set: the byte
+ * broadcast over its sub-group, its bits picked out, compared */
+static __m256i sign_masks(uint32_t signs)
+{
+    const __m256i rep = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202,
+                                           0x0303030303030303);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201u);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)signs), rep);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
 
 /* (mag . (x negated where the sign bits are set)) per half-group, times the half-group scales,
  * as int32 lanes */
-static __m256i grid_group(__m256i mag, signs4 sg, const int8_t *xs, __m256i scales)
+static __m256i grid_group(__m256i mag, uint32_t signs, const int8_t *xs, __m256i scales)
 {
-    const __m256i neg = entries(byte_mask[sg.s[0] & 255], byte_mask[sg.s[1] & 255],
-                                byte_mask[sg.s[2] & 255], byte_mask[sg.s[3] & 255]);
+    const __m256i neg = sign_masks(signs);
     const __m256i sx = _mm256_sub_epi8(_mm256_xor_si256(ld256(xs), neg), neg);
     return _mm256_madd_epi16(mul_u(mag, sx), scales);
+}
+
+/* the four sign bytes of an iq2_xxs / iq3_xxs group from its u32's 7-bit indices */
+static uint32_t ksigns4(uint32_t a)
+{
+    return tm__iq_ksign(a, 0) | tm__iq_ksign(a, 1) << 8 | tm__iq_ksign(a, 2) << 16 |
+           (uint32_t)tm__iq_ksign(a, 3) << 24;
 }
 
 /* Per block: acc += dx d f isum, isum the block's exact integer sum from group(b, g, xs). */
@@ -338,8 +350,7 @@ static __m256i iq2_xxs_group(const uint8_t *b, unsigned g, const int8_t *xs)
     const int k = 2 * (int)(a >> 28) + 1;
     return grid_group(entries(tm__iq2xxs_grid[rec[0]], tm__iq2xxs_grid[rec[1]],
                               tm__iq2xxs_grid[rec[2]], tm__iq2xxs_grid[rec[3]]),
-                      (signs4){ { tm__iq_ksign(a, 0), tm__iq_ksign(a, 1), tm__iq_ksign(a, 2),
-                                  tm__iq_ksign(a, 3) } },
+                      ksigns4(a),
                       xs, half_scales(k, k));
 }
 
@@ -350,8 +361,9 @@ static __m256i iq2_xs_group(const uint8_t *b, unsigned g, const int8_t *xs)
         v[l] = tm__rd16(b + 2 + 8 * g + 2 * l);
     return grid_group(entries(tm__iq2xs_grid[v[0] & 511], tm__iq2xs_grid[v[1] & 511],
                               tm__iq2xs_grid[v[2] & 511], tm__iq2xs_grid[v[3] & 511]),
-                      (signs4){ { tm__ksigns_iq2xs[v[0] >> 9], tm__ksigns_iq2xs[v[1] >> 9],
-                                  tm__ksigns_iq2xs[v[2] >> 9], tm__ksigns_iq2xs[v[3] >> 9] } },
+                      tm__ksigns_iq2xs[v[0] >> 9] | tm__ksigns_iq2xs[v[1] >> 9] << 8 |
+                          tm__ksigns_iq2xs[v[2] >> 9] << 16 |
+                          (uint32_t)tm__ksigns_iq2xs[v[3] >> 9] << 24,
                       xs, half_scales(2 * (b[66 + g] & 15) + 1, 2 * (b[66 + g] >> 4) + 1));
 }
 
@@ -363,7 +375,7 @@ static __m256i iq2_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
                               tm__iq2s_grid[qs[1] | (qh >> 2 & 3u) << 8],
                               tm__iq2s_grid[qs[2] | (qh >> 4 & 3u) << 8],
                               tm__iq2s_grid[qs[3] | (qh >> 6 & 3u) << 8]),
-                      (signs4){ { sg[0], sg[1], sg[2], sg[3] } }, xs,
+                      tm__rd32(sg), xs,
                       half_scales(2 * (b[74 + g] & 15) + 1, 2 * (b[74 + g] >> 4) + 1));
 }
 
@@ -375,8 +387,7 @@ static __m256i iq3_xxs_group(const uint8_t *b, unsigned g, const int8_t *xs)
     const uint32_t *grid = tm__iq3xxs_grid;
     return grid_group(entries(pair(grid[qs[0]], grid[qs[1]]), pair(grid[qs[2]], grid[qs[3]]),
                               pair(grid[qs[4]], grid[qs[5]]), pair(grid[qs[6]], grid[qs[7]])),
-                      (signs4){ { tm__iq_ksign(a, 0), tm__iq_ksign(a, 1), tm__iq_ksign(a, 2),
-                                  tm__iq_ksign(a, 3) } },
+                      ksigns4(a),
                       xs, half_scales(k, k));
 }
 
@@ -389,7 +400,7 @@ static __m256i iq3_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
         e[l] = pair(tm__iq3s_grid[qs[2 * l] | (qh >> 2 * l & 1) << 8],
                     tm__iq3s_grid[qs[2 * l + 1] | (qh >> (2 * l + 1) & 1) << 8]);
     const int k = 2 * (int)((unsigned)b[106 + g / 2] >> 4 * (g % 2) & 15) + 1;
-    return grid_group(entries(e[0], e[1], e[2], e[3]), (signs4){ { sg[0], sg[1], sg[2], sg[3] } },
+    return grid_group(entries(e[0], e[1], e[2], e[3]), tm__rd32(sg),
                       xs, half_scales(k, k));
 }
 
