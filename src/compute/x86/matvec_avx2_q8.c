@@ -42,6 +42,12 @@ static int32_t hsum_i32(__m256i v)
     return hsum128(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
 }
 
+/* the eight bytes at p as eight int32 */
+static __m256i zx8(const uint8_t *p)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
 /* int16 pairs to int32 lanes */
 static __m256i widen(__m256i p16) { return _mm256_madd_epi16(p16, _mm256_set1_epi16(1)); }
 
@@ -391,17 +397,18 @@ static __m256i iq3_xxs_group(const uint8_t *b, unsigned g, const int8_t *xs)
                       xs, half_scales(k, k));
 }
 
+/* iq3_s: the eight indices formed in a register (qs[j] | bit j of qh << 8) and looked up with
+ * one gather: measured about 1.7 times faster than eight scalar indices and loads (AMD EPYC,
+ * in cache); for iq3_xxs, whose indices are plain bytes, the loads were faster */
 static __m256i iq3_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
 {
-    const uint8_t *qs = b + 2 + 8 * g, *sg = b + 74 + 4 * g;
-    const unsigned qh = b[66 + g];
-    uint64_t e[4];
-    for (unsigned l = 0; l < 4; l++)
-        e[l] = pair(tm__iq3s_grid[qs[2 * l] | (qh >> 2 * l & 1) << 8],
-                    tm__iq3s_grid[qs[2 * l + 1] | (qh >> (2 * l + 1) & 1) << 8]);
+    const __m256i hi = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(b[66 + g]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+        _mm256_set1_epi32(1));
+    const __m256i idx = _mm256_or_si256(zx8(b + 2 + 8 * g), _mm256_slli_epi32(hi, 8));
+    const __m256i mag = _mm256_i32gather_epi32((const int *)(const void *)tm__iq3s_grid, idx, 4);
     const int k = 2 * (int)((unsigned)b[106 + g / 2] >> 4 * (g % 2) & 15) + 1;
-    return grid_group(entries(e[0], e[1], e[2], e[3]), tm__rd32(sg),
-                      xs, half_scales(k, k));
+    return grid_group(mag, tm__rd32(b + 74 + 4 * g), xs, half_scales(k, k));
 }
 
 DOT_GRID(iq2_xxs, 0.125, iq2_xxs_group)
