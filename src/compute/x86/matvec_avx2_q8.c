@@ -475,6 +475,75 @@ static float dot_iq1_m_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     return (float)acc;
 }
 
+/* ---- tq1_0, tq2_0: trits in registers ------------------------------------------------------ */
+
+/* Eight vectors of 32 codes c in 0..2 (the weight is d (c - 1)), in x's order: sum (c - 1) x is
+ * sum c x minus the block's x sum (its sixteen bsums), exact in integers; one rounding in
+ * double per block. */
+static double ternary_block(const __m256i c[8], const tm__q8_Kx *x, float d)
+{
+    __m256i isum = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++)
+        isum = _mm256_add_epi32(isum, widen(mul_u(c[k], ld256(x->qs + 32 * k))));
+    const int32_t xsum = hsum_i32(widen(ld256(x->bsums)));
+    return (double)x->d * (double)d * (double)(hsum_i32(isum) - xsum);
+}
+
+/* tq2_0: element 128k + 32l + m is bits 2l.. of qs[32k + m] */
+static float dot_tq2_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
+{
+    const uint8_t *b = w;
+    const tm__q8_Kx *x = xq;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    double acc = 0.0;
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_tq2_0), x++) {
+        __m256i c[8];
+        for (int k = 0; k < 2; k++) {
+            const __m256i q = ld256(b + 32 * k);
+            for (int l = 0; l < 4; l++)
+                c[4 * k + l] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), m3);
+        }
+        acc += ternary_block(c, x, half(b + 64));
+    }
+    return (float)acc;
+}
+
+/* trit(q, p) of every byte, ggml's base-3 unpacking ((q p mod 256) 3) >> 8, p the power of 3 of
+ * the byte's 16-bit lane: each byte moved to the high half of its lane (so the product's high
+ * byte is q p mod 256 and the low one 0), then the high half of that times 3 */
+static __m256i trits(__m256i q, __m256i p)
+{
+    const __m256i three = _mm256_set1_epi16(3);
+    const __m256i even = _mm256_mullo_epi16(_mm256_slli_epi16(q, 8), p);
+    const __m256i odd = _mm256_mullo_epi16(_mm256_andnot_si256(_mm256_set1_epi16(0x00ff), q), p);
+    return _mm256_or_si256(_mm256_mulhi_epu16(even, three),
+                           _mm256_slli_epi16(_mm256_mulhi_epu16(odd, three), 8));
+}
+
+/* tq1_0: trit t of qs[0..31] is element 32t + m, of qs[32..47] element 160 + 16t + m, of
+ * qh[0..3] (bytes 48..51) element 240 + 4t + m */
+static float dot_tq1_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
+{
+    const uint8_t *b = w;
+    const tm__q8_Kx *x = xq;
+    const __m256i p01 = _mm256_set_m128i(_mm_set1_epi16(3), _mm_set1_epi16(1));
+    const __m256i p23 = _mm256_set_m128i(_mm_set1_epi16(27), _mm_set1_epi16(9));
+    const __m256i p4h = _mm256_set_m128i(_mm_setr_epi16(1, 1, 3, 3, 9, 9, 27, 27), _mm_set1_epi16(81));
+    double acc = 0.0;
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_tq1_0), x++) {
+        const __m256i q0 = ld256(b), q1 = _mm256_broadcastsi128_si256(ld128(b + 32));
+        const __m256i q2 = _mm256_set_m128i(_mm_set1_epi32((int)tm__rd32(b + 48)), ld128(b + 32));
+        __m256i c[8];
+        for (int t = 0, pw = 1; t < 5; t++, pw *= 3)
+            c[t] = trits(q0, _mm256_set1_epi16((short)pw));
+        c[5] = trits(q1, p01);
+        c[6] = trits(q1, p23);
+        c[7] = trits(q2, p4h);
+        acc += ternary_block(c, x, half(b + 52));
+    }
+    return (float)acc;
+}
+
 /* ---- the other block types: codes unpacked to the stack (matvec_unpack.h), dotted here ---- */
 
 /* Per block: the codes in a stack buffer (the unpacking, not the dot, is what these cost);
@@ -520,8 +589,6 @@ static inline float dot_unpacked(const uint8_t *w, const void *xq, size_t n_bloc
 DOT_UNPACKED(nvfp4, 64)
 DOT_UNPACKED(q1_0, 128)
 DOT_UNPACKED(q2_0, 64)
-DOT_UNPACKED(tq1_0, 256)
-DOT_UNPACKED(tq2_0, 256)
 #undef DOT_UNPACKED
 
 const tm__kernels tm__kernels_matvec_avx2_q8 = {
