@@ -317,20 +317,33 @@ static __m256i sign_masks(uint32_t signs)
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
-/* (mag . (x negated where the sign bits are set)) per half-group, times the half-group scales,
- * as int32 lanes */
-static __m256i grid_group(__m256i mag, uint32_t signs, const int8_t *xs, __m256i scales)
+/* (mag . (x negated where neg is 0xff)) per half-group, times the half-group scales, as int32
+ * lanes */
+static __m256i grid_group(__m256i mag, __m256i neg, const int8_t *xs, __m256i scales)
 {
-    const __m256i neg = sign_masks(signs);
     const __m256i sx = _mm256_sub_epi8(_mm256_xor_si256(ld256(xs), neg), neg);
     return _mm256_madd_epi16(mul_u(mag, sx), scales);
 }
 
-/* the four sign bytes of an iq2_xxs / iq3_xxs group from its u32's 7-bit indices */
-static uint32_t ksigns4(uint32_t a)
+/* iq2_xxs, iq3_xxs: the byte masks of tm__ksigns_iq2xs[i] (i and its parity as bit 7) for each
+ * 7-bit index i, built by the preprocessor with matvec_unpack.h's MASK_ROW: one load per
+ * sub-group instead of a sign byte to look up and expand */
+#define KSIGN(i) ((i) | (((i) ^ (i) >> 1 ^ (i) >> 2 ^ (i) >> 3 ^ (i) >> 4 ^ (i) >> 5 ^ (i) >> 6) & 1) << 7)
+#define KMASK_4(i) MASK_ROW(KSIGN(i)), MASK_ROW(KSIGN((i) + 1)), MASK_ROW(KSIGN((i) + 2)), \
+                   MASK_ROW(KSIGN((i) + 3))
+#define KMASK_16(i) KMASK_4(i), KMASK_4((i) + 4), KMASK_4((i) + 8), KMASK_4((i) + 12)
+#define KMASK_64(i) KMASK_16(i), KMASK_16((i) + 16), KMASK_16((i) + 32), KMASK_16((i) + 48)
+static const uint64_t ksign_mask[128] = { KMASK_64(0), KMASK_64(64) };
+#undef KMASK_64
+#undef KMASK_16
+#undef KMASK_4
+#undef KSIGN
+
+/* the sign masks of an iq2_xxs / iq3_xxs group from the 7-bit indices in bits 0..27 of a */
+static __m256i ksign_masks(uint32_t a)
 {
-    return tm__iq_ksign(a, 0) | tm__iq_ksign(a, 1) << 8 | tm__iq_ksign(a, 2) << 16 |
-           (uint32_t)tm__iq_ksign(a, 3) << 24;
+    return entries(ksign_mask[a & 127], ksign_mask[a >> 7 & 127], ksign_mask[a >> 14 & 127],
+                   ksign_mask[a >> 21 & 127]);
 }
 
 /* Per block: acc += dx d f isum, isum the block's exact integer sum from group(b, g, xs). */
@@ -356,7 +369,7 @@ static __m256i iq2_xxs_group(const uint8_t *b, unsigned g, const int8_t *xs)
     const int k = 2 * (int)(a >> 28) + 1;
     return grid_group(entries(tm__iq2xxs_grid[rec[0]], tm__iq2xxs_grid[rec[1]],
                               tm__iq2xxs_grid[rec[2]], tm__iq2xxs_grid[rec[3]]),
-                      ksigns4(a),
+                      ksign_masks(a),
                       xs, half_scales(k, k));
 }
 
@@ -367,9 +380,8 @@ static __m256i iq2_xs_group(const uint8_t *b, unsigned g, const int8_t *xs)
         v[l] = tm__rd16(b + 2 + 8 * g + 2 * l);
     return grid_group(entries(tm__iq2xs_grid[v[0] & 511], tm__iq2xs_grid[v[1] & 511],
                               tm__iq2xs_grid[v[2] & 511], tm__iq2xs_grid[v[3] & 511]),
-                      tm__ksigns_iq2xs[v[0] >> 9] | tm__ksigns_iq2xs[v[1] >> 9] << 8 |
-                          tm__ksigns_iq2xs[v[2] >> 9] << 16 |
-                          (uint32_t)tm__ksigns_iq2xs[v[3] >> 9] << 24,
+                      entries(ksign_mask[v[0] >> 9], ksign_mask[v[1] >> 9], ksign_mask[v[2] >> 9],
+                              ksign_mask[v[3] >> 9]),
                       xs, half_scales(2 * (b[66 + g] & 15) + 1, 2 * (b[66 + g] >> 4) + 1));
 }
 
@@ -381,7 +393,7 @@ static __m256i iq2_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
                               tm__iq2s_grid[qs[1] | (qh >> 2 & 3u) << 8],
                               tm__iq2s_grid[qs[2] | (qh >> 4 & 3u) << 8],
                               tm__iq2s_grid[qs[3] | (qh >> 6 & 3u) << 8]),
-                      tm__rd32(sg), xs,
+                      sign_masks(tm__rd32(sg)), xs,
                       half_scales(2 * (b[74 + g] & 15) + 1, 2 * (b[74 + g] >> 4) + 1));
 }
 
@@ -393,7 +405,7 @@ static __m256i iq3_xxs_group(const uint8_t *b, unsigned g, const int8_t *xs)
     const uint32_t *grid = tm__iq3xxs_grid;
     return grid_group(entries(pair(grid[qs[0]], grid[qs[1]]), pair(grid[qs[2]], grid[qs[3]]),
                               pair(grid[qs[4]], grid[qs[5]]), pair(grid[qs[6]], grid[qs[7]])),
-                      ksigns4(a),
+                      ksign_masks(a),
                       xs, half_scales(k, k));
 }
 
@@ -408,7 +420,7 @@ static __m256i iq3_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
     const __m256i idx = _mm256_or_si256(zx8(b + 2 + 8 * g), _mm256_slli_epi32(hi, 8));
     const __m256i mag = _mm256_i32gather_epi32((const int *)(const void *)tm__iq3s_grid, idx, 4);
     const int k = 2 * (int)((unsigned)b[106 + g / 2] >> 4 * (g % 2) & 15) + 1;
-    return grid_group(mag, tm__rd32(b + 74 + 4 * g), xs, half_scales(k, k));
+    return grid_group(mag, sign_masks(tm__rd32(b + 74 + 4 * g)), xs, half_scales(k, k));
 }
 
 DOT_GRID(iq2_xxs, 0.125, iq2_xxs_group)
