@@ -1,11 +1,12 @@
 /* AVX2 TM_MATVEC_Q8 kernels for the block types real files carry beside the four of
- * matvec_avx2.c: q4_1, q5_0, q5_1, iq4_nl, mxfp4 (x as q8_0) and q2_K, q3_K, q5_K, iq4_xs (x as
- * q8_K); and for nvfp4, q1_0, q2_0, tq1_0, tq2_0 and the grid i-quants but iq1_m, whose codes
- * are unpacked by matvec_unpack.h as the scalar kernels' are, then dotted here. Built with their
- * own -m flags; only the table is exported.
+ * matvec_avx2.c: q4_1, q5_0, q5_1, iq4_nl, mxfp4 (x as q8_0), q2_K, q3_K, q5_K, iq4_xs, the grid
+ * i-quants (iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m), tq1_0 and tq2_0 (x as q8_K);
+ * and for nvfp4, q1_0, q2_0, whose codes are unpacked by matvec_unpack.h as the scalar kernels'
+ * are, then dotted here. Built with their own -m flags; only the table is exported.
  *
  * ggml's integer scheme: a block's codes as 32 bytes (nibbles split, fifth bits spread with a
- * shuffle and a compare, table values by vpshufb), maddubs by x's codes (unsigned codes
+ * shuffle and a compare, table values by vpshufb, grid entries set into a register with their
+ * signs put on x's codes, trits by multiplies), maddubs by x's codes (unsigned codes
  * directly, signed ones with the sign trick), madd by the group scales. Unlike matvec_avx2.c,
  * no float sum runs across blocks: a 256-element block's integer sums are reduced to one int32
  * (exact), a 32-element block's are scaled in eight float lanes (one rounding each), and either
@@ -346,8 +347,9 @@ static __m256i ksign_masks(uint32_t a)
                    ksign_mask[a >> 21 & 127]);
 }
 
-/* Per block: acc += dx d f isum, isum the block's exact integer sum from group(b, g, xs). */
-#define DOT_GRID(type, f, group)                                                              \
+/* Per block: acc += dx d f isum, d = d_of(b), isum the block's exact integer sum from
+ * group(b, g, xs). */
+#define DOT_GRID(type, f, group, d_of)                                                        \
     static float dot_##type##_q8_avx2(const void *w, const void *xq, size_t n_blocks)        \
     {                                                                                         \
         const uint8_t *b = w;                                                                 \
@@ -357,7 +359,7 @@ static __m256i ksign_masks(uint32_t a)
             __m256i isum = _mm256_setzero_si256();                                            \
             for (unsigned g = 0; g < 8; g++)                                                  \
                 isum = _mm256_add_epi32(isum, group(b, g, x->qs + 32 * g));                   \
-            acc += (double)x->d * (double)half(b) * (f) * hsum_i32(isum);                     \
+            acc += (double)x->d * (double)d_of(b) * (f) * hsum_i32(isum);                     \
         }                                                                                     \
         return (float)acc;                                                                    \
     }
@@ -423,11 +425,11 @@ static __m256i iq3_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
     return grid_group(mag, sign_masks(tm__rd32(b + 74 + 4 * g)), xs, half_scales(k, k));
 }
 
-DOT_GRID(iq2_xxs, 0.125, iq2_xxs_group)
-DOT_GRID(iq2_xs, 0.125, iq2_xs_group)
-DOT_GRID(iq2_s, 0.125, iq2_s_group)
-DOT_GRID(iq3_xxs, 0.25, iq3_xxs_group)
-DOT_GRID(iq3_s, 1.0, iq3_s_group)
+DOT_GRID(iq2_xxs, 0.125, iq2_xxs_group, half)
+DOT_GRID(iq2_xs, 0.125, iq2_xs_group, half)
+DOT_GRID(iq2_s, 0.125, iq2_s_group, half)
+DOT_GRID(iq3_xxs, 0.25, iq3_xxs_group, half)
+DOT_GRID(iq3_s, 1.0, iq3_s_group, half)
 
 /* iq1: codes 8g + delta8 (delta8 = -1 where the sub-group's delta bit is set, else +1), signed:
  * the sign trick */
@@ -453,39 +455,33 @@ static __m256i iq1_s_group(const uint8_t *b, unsigned g, const int8_t *xs)
     return iq1_group(grid, _mm256_set1_epi64x(delta8(w & 0x8000)), xs, half_scales(k, k));
 }
 
-DOT_GRID(iq1_s, 0.125, iq1_s_group)
+DOT_GRID(iq1_s, 0.125, iq1_s_group, half)
 
-/* iq1_m: the block's half d from the scale words' top nibbles, a delta bit per sub-group */
-static float dot_iq1_m_q8_avx2(const void *w, const void *xq, size_t n_blocks)
+/* iq1_m: the block's half d from the top nibbles of its four scale words */
+static float iq1_m_d(const uint8_t *b)
 {
-    const uint8_t *b = w;
-    const tm__q8_Kx *x = xq;
-    double acc = 0.0;
-    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_iq1_m), x++) {
-        unsigned sw[4];
-        for (int k = 0; k < 4; k++)
-            sw[k] = tm__rd16(b + 48 + 2 * k);
-        __m256i isum = _mm256_setzero_si256();
-        for (unsigned g = 0; g < 8; g++) {
-            const unsigned s = sw[g / 2], c = 6 * (g % 2);
-            unsigned nib[4];
-            for (unsigned l = 0; l < 4; l++)
-                nib[l] = (unsigned)b[32 + 2 * g + l / 2] >> 4 * (l % 2);
-            const __m256i grid = entries(tm__iq1s_grid[b[4 * g] | (nib[0] & 7) << 8],
-                                         tm__iq1s_grid[b[4 * g + 1] | (nib[1] & 7) << 8],
-                                         tm__iq1s_grid[b[4 * g + 2] | (nib[2] & 7) << 8],
-                                         tm__iq1s_grid[b[4 * g + 3] | (nib[3] & 7) << 8]);
-            const __m256i d8 = _mm256_set_epi64x(delta8(nib[3] & 8), delta8(nib[2] & 8),
-                                                 delta8(nib[1] & 8), delta8(nib[0] & 8));
-            isum = _mm256_add_epi32(isum, iq1_group(grid, d8, x->qs + 32 * g,
-                                                    half_scales(2 * (int)(s >> c & 7) + 1,
-                                                                2 * (int)(s >> (c + 3) & 7) + 1)));
-        }
-        acc += (double)x->d * (double)tm__half_to_float(tm__iq1m_scale_bits(sw)) * 0.125 *
-               hsum_i32(isum);
-    }
-    return (float)acc;
+    const unsigned sw[4] = { tm__rd16(b + 48), tm__rd16(b + 50), tm__rd16(b + 52), tm__rd16(b + 54) };
+    return tm__half_to_float(tm__iq1m_scale_bits(sw));
 }
+
+/* iq1_m: two 3-bit scales a group, a delta bit per sub-group */
+static __m256i iq1_m_group(const uint8_t *b, unsigned g, const int8_t *xs)
+{
+    const unsigned s = tm__rd16(b + 48 + 2 * (g / 2)), c = 6 * (g % 2);
+    unsigned nib[4];
+    for (unsigned l = 0; l < 4; l++)
+        nib[l] = (unsigned)b[32 + 2 * g + l / 2] >> 4 * (l % 2);
+    const __m256i grid = entries(tm__iq1s_grid[b[4 * g] | (nib[0] & 7) << 8],
+                                 tm__iq1s_grid[b[4 * g + 1] | (nib[1] & 7) << 8],
+                                 tm__iq1s_grid[b[4 * g + 2] | (nib[2] & 7) << 8],
+                                 tm__iq1s_grid[b[4 * g + 3] | (nib[3] & 7) << 8]);
+    const __m256i d8 = _mm256_set_epi64x(delta8(nib[3] & 8), delta8(nib[2] & 8),
+                                         delta8(nib[1] & 8), delta8(nib[0] & 8));
+    return iq1_group(grid, d8, xs,
+                     half_scales(2 * (int)(s >> c & 7) + 1, 2 * (int)(s >> (c + 3) & 7) + 1));
+}
+
+DOT_GRID(iq1_m, 0.125, iq1_m_group, iq1_m_d)
 
 /* ---- tq1_0, tq2_0: trits in registers ------------------------------------------------------ */
 
