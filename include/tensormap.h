@@ -673,8 +673,9 @@ TM_API tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_ele
  * without a float32 copy of W. The path is the one above (tm_isa, TM_ISA, tm_set_isa). Types
  * and modes per path, measured speed and error bounds: docs/matvec.md. ---------------------- */
 
-/* x as float32: each block is decoded in registers and multiplied by x. |y - W x| <= 1e-6 of
- * max|y| over the rows, W x taken exactly (double) from the decoded W. */
+/* x as float32: each block is decoded in registers and multiplied by x. Per row,
+ * |y - W x| <= 2^-24 |W x| + 2^-20 sum_j |w_j x_j|, W x taken exactly (double) from the decoded
+ * W: on rows whose terms do not cancel, within 1e-6 of max|y| over the rows (docs/matvec.md). */
 #define TM_MATVEC_F32 0u
 /* x quantized once per call to 8-bit blocks as ggml does (q8_0 for 32-element weight blocks,
  * q8_K for 256-element ones) and integer dot products, as ggml's vec_dot: ggml's speed and

@@ -30,15 +30,6 @@ static float hsum(__m256 v)
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-/* bytes 0..7 / 8..15 of v as eight floats */
-static __m256 u8lo(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)); }
-static __m256 u8hi(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8))); }
-static __m256 i8lo(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
-static __m256 i8hi(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))); }
-
-/* sum over 16 codes (bytes of v, widened by lo/hi) times x[0..15], as eight lanes */
-#define DOT16(lo, hi, v, x) _mm256_fmadd_ps(hi(v), _mm256_loadu_ps((x) + 8), \
-                                            _mm256_mul_ps(lo(v), _mm256_loadu_ps(x)))
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
@@ -107,68 +98,129 @@ DOT_PLAIN(dot_f16_avx2, f16x8, 2)
 DOT_PLAIN(dot_bf16_avx2, bf16x8, 2)
 #undef DOT_PLAIN
 
-/* q8_0: d sum(q x) per 34-byte block, into double per block. */
-static float dot_q8_0_avx2(const void *w, const float *x, size_t n_blocks)
+/* The quantized rows below widen eight codes at a time straight from a load (vpmovzxbd /
+ * vpmovsxbd with a memory operand: no shuffle to pick the bytes out of a register) and sum in
+ * four float lanes of eight, which go into double once per 256 elements. Every term w_j x_j
+ * passes through at most 10 float roundings before it reaches double (counted at each kernel),
+ * which is the bound's 2^-20 sum |w_j x_j| (docs/matvec.md). */
+typedef struct lanes4 {
+    __m256 v[4];
+} lanes4;
+
+static lanes4 lanes4_zero(void)
 {
-    const uint8_t *b = w;
-    dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x += 32) {
-        const __m256 v = _mm256_add_ps(DOT16(i8lo, i8hi, ld128(b + 2), x),
-                                       DOT16(i8lo, i8hi, ld128(b + 18), x + 16));
-        acc_add(&a, _mm256_mul_ps(_mm256_set1_ps(half(b)), v));
+    const __m256 z = _mm256_setzero_ps();
+    return (lanes4){ { z, z, z, z } };
+}
+
+/* two roundings */
+static void lanes4_flush(const lanes4 *l, dacc *a)
+{
+    acc_add(a, _mm256_add_ps(_mm256_add_ps(l->v[0], l->v[1]), _mm256_add_ps(l->v[2], l->v[3])));
+}
+
+/* Ask for the cache lines of the block PREFETCH_BYTES ahead. These kernels spend enough
+ * instructions per byte that the out-of-order window covers only a few cache lines, so without
+ * the hint W streams from DRAM at a fraction of a plain read's rate. A prefetch past the end of
+ * the mapping is harmless: it is a hint, never a load that can fault. */
+#define PREFETCH_BYTES 1024
+static void prefetch_ahead(const uint8_t *b, size_t block_bytes)
+{
+    for (size_t o = 0; o < block_bytes; o += 64)
+        _mm_prefetch((const char *)(b + PREFETCH_BYTES + o), _MM_HINT_T0);
+}
+
+/* the eight bytes at p as eight int32, unsigned / signed */
+static __m256i zx8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
+static __m256i sx8(const uint8_t *p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
+static __m256 cvt(__m256i v) { return _mm256_cvtepi32_ps(v); }
+
+/* sum over 32 int32 codes c[0..3] times x[0..31] as eight lanes: three roundings */
+static __m256 dot32(const __m256i c[4], const float *x)
+{
+    const __m256 p0 = _mm256_fmadd_ps(cvt(c[1]), _mm256_loadu_ps(x + 8),
+                                      _mm256_mul_ps(cvt(c[0]), _mm256_loadu_ps(x)));
+    const __m256 p1 = _mm256_fmadd_ps(cvt(c[3]), _mm256_loadu_ps(x + 24),
+                                      _mm256_mul_ps(cvt(c[2]), _mm256_loadu_ps(x + 16)));
+    return _mm256_add_ps(p0, p1);
+}
+
+/* q8_0 and q4_0: d sum(q x) per 32-element block (three roundings), the block multiplied by its
+ * d into lane (i % 4) of the four (two more: eight blocks make 256 elements), flushed (two):
+ * seven. ggml's weights d q are exact products, so this is their dot. */
+static void q8_0_codes(const uint8_t *b, __m256i c[4])
+{
+    for (int k = 0; k < 4; k++)
+        c[k] = sx8(b + 2 + 8 * k);
+}
+
+/* q - 8: the low nibbles are elements 0..15, the high ones 16..31 */
+static void q4_0_codes(const uint8_t *b, __m256i c[4])
+{
+    const __m256i m4 = _mm256_set1_epi32(15), eight = _mm256_set1_epi32(8);
+    for (int k = 0; k < 2; k++) {
+        const __m256i v = zx8(b + 2 + 8 * k);
+        c[k] = _mm256_sub_epi32(_mm256_and_si256(v, m4), eight);
+        c[k + 2] = _mm256_sub_epi32(_mm256_srli_epi32(v, 4), eight);
     }
-    return acc_sum(&a);
 }
 
-/* q4_0: d sum((q - 8) x); q - 8 formed as a byte. */
-static float dot_q4_0_avx2(const void *w, const float *x, size_t n_blocks)
-{
-    const uint8_t *b = w;
-    const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
-    dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x += 32) {
-        const __m128i q = ld128(b + 2);
-        const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
-        const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
-        const __m256 v = _mm256_add_ps(DOT16(i8lo, i8hi, lo, x), DOT16(i8lo, i8hi, hi, x + 16));
-        acc_add(&a, _mm256_mul_ps(_mm256_set1_ps(half(b)), v));
+#define DOT_32(name, block, codes)                                                            \
+    static float name(const void *w, const float *x, size_t n_blocks)                        \
+    {                                                                                         \
+        const uint8_t *b = w;                                                                 \
+        dacc a = acc_zero();                                                                  \
+        lanes4 l = lanes4_zero();                                                             \
+        for (size_t i = 0; i < n_blocks; i++, b += sizeof(block), x += 32) {                  \
+            __m256i c[4];                                                                     \
+            if (i % 2 == 0)                                                                   \
+                prefetch_ahead(b, 2 * sizeof(block));                                         \
+            codes(b, c);                                                                      \
+            l.v[i % 4] = _mm256_fmadd_ps(_mm256_set1_ps(half(b)), dot32(c, x), l.v[i % 4]);   \
+            if (i % 8 == 7 || i + 1 == n_blocks) {                                            \
+                lanes4_flush(&l, &a);                                                         \
+                l = lanes4_zero();                                                            \
+            }                                                                                 \
+        }                                                                                     \
+        return acc_sum(&a);                                                                   \
     }
-    return acc_sum(&a);
-}
+DOT_32(dot_q8_0_avx2, tm__block_q8_0, q8_0_codes)
+DOT_32(dot_q4_0_avx2, tm__block_q4_0, q4_0_codes)
+#undef DOT_32
 
-/* q4_K: each weight decoded in a register exactly as ggml does, (d sc) q - (dmin m) rounded,
- * then multiplied by x: factoring the min out (dmin m sum(x)) would cancel against the scaled
- * codes and lose the float32 accuracy promised. */
-static __m256 q4_K_group(__m128i codes, const float *x, __m256 d1, __m256 m1, __m256 part)
-{
-    part = _mm256_fmadd_ps(_mm256_sub_ps(_mm256_mul_ps(d1, u8lo(codes)), m1),
-                           _mm256_loadu_ps(x), part);
-    return _mm256_fmadd_ps(_mm256_sub_ps(_mm256_mul_ps(d1, u8hi(codes)), m1),
-                           _mm256_loadu_ps(x + 8), part);
-}
-
+/* q4_K: each weight formed in a register exactly as ggml's decoder rounds it, (d sc) q - dmin m
+ * (d sc q is exact in float, so one fused multiply-subtract is ggml's rounding: the weights are
+ * exactly ggml's), then one multiply-add by x into lane k of the four: eight per lane per block,
+ * flushed (two): ten roundings. Factoring the min out (dmin m sum(x)) would cancel against the
+ * scaled codes, which the bound in terms of |w x| does not allow. Bytes 8k..8k+7 of a 32-byte
+ * run hold elements 8k.. of group 2j (low nibbles) and of group 2j + 1 (high ones). */
 static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
-    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i m4 = _mm256_set1_epi32(15);
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x += 256) {
+        prefetch_ahead(b, sizeof(tm__block_q4_K));
         const float d = half(b), dmin = half(b + 2);
+        uint32_t w4[4];
+        tm__k4_scale_min_words(b + 4, w4);
+        const uint8_t *sm = (const uint8_t *)w4; /* scales of groups 0..7, then their mins */
+        lanes4 l = lanes4_zero();
         for (int j = 0; j < 4; j++) {
-            const __m256i q = ld256(b + 16 + 32 * j);
-            const __m256i nib[2] = { _mm256_and_si256(q, m4),
-                                     _mm256_and_si256(_mm256_srli_epi16(q, 4), m4) };
-            for (int h = 0; h < 2; h++) {
-                const int g = 2 * j + h;
-                unsigned sc, m;
-                tm__k4_scale_min(b + 4, g, &sc, &m);
-                const __m256 d1 = _mm256_set1_ps(d * (float)sc), m1 = _mm256_set1_ps(dmin * (float)m);
-                const __m256 p = q4_K_group(_mm256_castsi256_si128(nib[h]), x + 32 * g, d1, m1,
-                                            _mm256_setzero_ps());
-                acc_add(&a, q4_K_group(_mm256_extracti128_si256(nib[h], 1), x + 32 * g + 16, d1,
-                                       m1, p));
+            const __m256 d0 = _mm256_set1_ps(d * (float)sm[2 * j]);
+            const __m256 m0 = _mm256_set1_ps(dmin * (float)sm[8 + 2 * j]);
+            const __m256 d1 = _mm256_set1_ps(d * (float)sm[2 * j + 1]);
+            const __m256 m1 = _mm256_set1_ps(dmin * (float)sm[9 + 2 * j]);
+            const float *x0 = x + 64 * j, *x1 = x0 + 32;
+            for (int k = 0; k < 4; k++) {
+                const __m256i v = zx8(b + 16 + 32 * j + 8 * k);
+                const __m256 w0 = _mm256_fmsub_ps(d0, cvt(_mm256_and_si256(v, m4)), m0);
+                const __m256 w1 = _mm256_fmsub_ps(d1, cvt(_mm256_srli_epi32(v, 4)), m1);
+                l.v[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + 8 * k), l.v[k]);
+                l.v[k] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1 + 8 * k), l.v[k]);
             }
         }
+        lanes4_flush(&l, &a);
     }
     return acc_sum(&a);
 }
@@ -188,29 +240,35 @@ static void q6_K_codes(const uint8_t *ql, const uint8_t *qh, __m256i q[4])
                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
 }
 
-/* q6_K: (d sc) sum((q - 32) x) per 16-element group. */
+/* q6_K: (d sc) sum((q - 32) x) per 16-element group: the group's sum in float (two roundings),
+ * multiplied by its d sc (exact in float, as ggml's weights (d sc) q are) into lane (g % 4)
+ * (four per lane per block), flushed (two): eight roundings. The codes go through a stack copy
+ * so that each eight are widened by a load. */
 static float dot_q6_K_avx2(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
-    const __m256i bias = _mm256_set1_epi8(32);
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x += 256) {
+        prefetch_ahead(b, sizeof(tm__block_q6_K));
         const float d = half(b + 208);
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
+        int8_t codes[256]; /* q - 32 */
         for (int h = 0; h < 2; h++) {
             __m256i q[4];
             q6_K_codes(b + 64 * h, b + 128 + 32 * h, q);
-            for (int k = 0; k < 4; k++) {
-                const __m256i s = _mm256_sub_epi8(q[k], bias);
-                const float *xk = x + 128 * h + 32 * k;
-                const int g = 8 * h + 2 * k;
-                const __m256 p = _mm256_mul_ps(_mm256_set1_ps(d * (float)sc[g]),
-                                               DOT16(i8lo, i8hi, _mm256_castsi256_si128(s), xk));
-                acc_add(&a, _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[g + 1]),
-                                            DOT16(i8lo, i8hi, _mm256_extracti128_si256(s, 1), xk + 16),
-                                            p));
-            }
+            for (int k = 0; k < 4; k++)
+                _mm256_storeu_si256((__m256i *)(void *)(codes + 128 * h + 32 * k),
+                                    _mm256_sub_epi8(q[k], _mm256_set1_epi8(32)));
         }
+        lanes4 l = lanes4_zero();
+        for (int g = 0; g < 16; g++) {
+            const uint8_t *c = (const uint8_t *)codes + 16 * g;
+            const float *xg = x + 16 * g;
+            const __m256 s = _mm256_fmadd_ps(cvt(sx8(c + 8)), _mm256_loadu_ps(xg + 8),
+                                             _mm256_mul_ps(cvt(sx8(c)), _mm256_loadu_ps(xg)));
+            l.v[g % 4] = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[g]), s, l.v[g % 4]);
+        }
+        lanes4_flush(&l, &a);
     }
     return acc_sum(&a);
 }
