@@ -308,14 +308,16 @@ bench: all $(BENCHES) $(if $(GGML),$(GGML_BENCHES))
 	$(MATVEC_BENCH)
 
 # Issue 23's types side by side with ggml on tensormap's BENCH_ISA path, one-thread rows timed
-# by CPU time (a shared machine), then tm_matmul against ggml's mul_mat on 1 and 2 threads.
+# by CPU time (a shared machine); then tm_matmul against ggml's mul_mat: 8-bit x on 1 thread (CPU
+# time) and 2 (wall clock), and float32 x on 1 thread for n = 8 and 32 (n = 512 takes minutes).
 BENCH_ISA ?= avx2
 GGML_SIDE_TYPES := q4_0 q8_0 q4_K q5_K q6_K iq4_xs iq2_xxs mxfp4 f16 bf16
 bench-ggml: all $(GGML_BENCHES)
 	$(Q)for t in $(GGML_SIDE_TYPES); do \
 	    $(B)/bench-ggml/matvec --cpu-time --type $$t --isa $(BENCH_ISA) || exit 1; done
-	$(Q)$(B)/bench-ggml/matmul --quick --threads 1
-	$(Q)$(B)/bench-ggml/matmul --quick --threads 2
+	$(Q)$(B)/bench-ggml/matmul --quick --cpu-time --mode q8
+	$(Q)$(B)/bench-ggml/matmul --quick --threads 2 --mode q8
+	$(Q)$(B)/bench-ggml/matmul --quick --cpu-time --mode f32 --max-n 32
 
 # ---- fuzz ------------------------------------------------------------------------------------
 

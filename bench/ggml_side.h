@@ -2,7 +2,8 @@
  * ggml's own CPU code, in the same process and the same run, so that every figure has ggml's
  * beside it measured under the same load. Compiled only with -DTM_BENCH_GGML (`make bench
  * GGML=DIR`, DIR a ggml source tree built with cmake in DIR/build); without it this header
- * declares nothing and the benches print fractions of the read ceiling alone.
+ * declares only an empty ggml_side_print, and the benches print fractions of the read ceiling
+ * alone.
  *
  * - matvec: what ggml does per row of y = W x on one thread — x converted once to the
  *   weight's vec_dot_type by that type's from_float (q8_0 / q8_K / f16 / bf16), then the
@@ -25,7 +26,17 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+
+/* "ggml ..." line for the header: which ggml, and whether its llamafile (tinyBLAS) matrix
+ * products are built in (they change mul_mat for f16, bf16, q8_0, q4_0 and more) */
+static inline void ggml_side_print(void)
+{
+    printf("ggml      %s (commit %s), llamafile/tinyBLAS %s, avx2 %d, avx512 %d, avx_vnni %d\n",
+           ggml_version(), ggml_commit(), ggml_cpu_has_llamafile() ? "on" : "off",
+           ggml_cpu_has_avx2(), ggml_cpu_has_avx512(), ggml_cpu_has_avx_vnni());
+}
 
 /* ggml's type of the same name (ggml's ids and names are GGUF's, as tensormap's), or
  * GGML_TYPE_COUNT when ggml has no such type. */
@@ -134,5 +145,7 @@ static inline bool ggml_side_matmul_run(ggml_side_matmul *m)
     return ggml_backend_graph_compute(m->cpu, m->graph) == GGML_STATUS_SUCCESS;
 }
 
+#else
+static inline void ggml_side_print(void) {}
 #endif
 #endif

@@ -1,7 +1,7 @@
 /* bench/matmul — Y = W X with tm_matmul for n = 8, 32, 128, 512 columns, beside n calls of
  * tm_matvec and a plain read of W measured in the same run, per type and mode.
  *
- *   matmul [--quick] [--threads N] [--type NAME] [--mode f32|q8]
+ *   matmul [--quick] [--cpu-time] [--threads N] [--type NAME] [--mode f32|q8] [--max-n N]
  *
  * - W: 4096-wide rows, at least 256 MiB of them (32 MiB with --quick), so W streams from DRAM.
  *   Quantized types: the golden corpus' TYPE.rows.weight bytes (realistic rows quantized by
@@ -13,7 +13,10 @@
  * - n x matvec: n times the median time of one tm_matvec call (a call's time does not depend
  *   on x, and 512 timed calls per row would take minutes); "speedup" = that / tm_matmul's time.
  * - Time: the median of 3 tm_matmul calls after 1 warm-up, wall clock, on --threads threads
- *   (1 unless given; tm_matvec on as many).
+ *   (1 unless given; tm_matvec on as many); --cpu-time (one thread only) times every call and
+ *   the read by the thread's CPU time instead, for a machine shared with other jobs.
+ *   --max-n N leaves out the batches of more than N columns (the F32 mode's n = 512 takes
+ *   minutes a type).
  * - err: max |Y[:,0] - W x0| / max |W x0| over 64 rows spread over W, W x0 in double from the
  *   decoded weights (bit-exact with ggml's).
  * - Built with ggml (`make bench GGML=DIR`, bench/ggml_side.h): ggml's mul_mat of the same W
@@ -36,6 +39,8 @@ static const uint64_t batch[] = { 8, 32, 128, 512 };
 #define N_BATCH (sizeof batch / sizeof batch[0])
 enum { COLS = 4096, CALLS = 3, READS = 5, MAX_N = 512, ERROR_ROWS = 64 };
 
+static clockid_t timer = CLOCK_MONOTONIC;
+
 static void die(const char *what)
 {
     fprintf(stderr, "matmul bench: %s\n", what);
@@ -49,9 +54,9 @@ static double read_time(const uint8_t *p, size_t n)
     double t[READS + 1];
     volatile uint64_t sink = 0;
     for (int c = 0; c <= READS; c++) {
-        const double t0 = bench_now_s();
+        const double t0 = bench_seconds(timer);
         sink += bench_read_sum(p, n);
-        t[c] = bench_now_s() - t0;
+        t[c] = bench_seconds(timer) - t0;
     }
     (void)sink;
     return bench_median(t + 1, READS, NULL);
@@ -91,9 +96,9 @@ static double timed(const product *p)
 {
     double t[CALLS + 1];
     for (int c = 0; c <= CALLS; c++) {
-        const double t0 = bench_now_s();
+        const double t0 = bench_seconds(timer);
         run_product(p);
-        t[c] = bench_now_s() - t0;
+        t[c] = bench_seconds(timer) - t0;
     }
     return bench_median(t + 1, CALLS, NULL);
 }
@@ -133,9 +138,14 @@ int main(int argc, char **argv)
     const char *only_type = NULL, *only_mode = NULL;
     size_t w_bytes_min = (size_t)256 << 20;
     unsigned threads = 1;
+    uint64_t max_n = MAX_N;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             w_bytes_min = (size_t)32 << 20;
+        else if (strcmp(argv[i], "--cpu-time") == 0)
+            timer = CLOCK_THREAD_CPUTIME_ID;
+        else if (strcmp(argv[i], "--max-n") == 0 && i + 1 < argc)
+            max_n = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc)
@@ -143,9 +153,15 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc)
             only_mode = argv[++i];
         else {
-            fprintf(stderr, "usage: matmul [--quick] [--threads N] [--type NAME] [--mode f32|q8]\n");
+            fprintf(stderr, "usage: matmul [--quick] [--cpu-time] [--threads N] [--type NAME] "
+                            "[--mode f32|q8] [--max-n N]\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
+    }
+    if (timer != CLOCK_MONOTONIC && threads != 1) {
+        fprintf(stderr, "matmul bench: --cpu-time times one thread: not with --threads %u\n",
+                threads);
+        return 2;
     }
     const char *dir = getenv("TM_CORPUS");
     char path[4096];
@@ -162,15 +178,17 @@ int main(int argc, char **argv)
     bench_load_and_date(load, date);
     printf("tensormap matmul bench, %s\n", date);
     bench_print_cpu();
+    ggml_side_print();
     printf("load      %.2f %.2f %.2f at start, %ld online CPUs; %u thread(s)\n"
-           "W: rows of %d, >= %zu MiB; times: median of %d calls after 1 warm-up, wall clock\n"
+           "W: rows of %d, >= %zu MiB; times: median of %d calls after 1 warm-up, %s\n"
            "of read: one plain read of W (median of %d) / tm_matmul's time; n x matvec: n times "
            "one tm_matvec call's median\n"
            "err: max|Y[:,0] - W x0| / max|W x0| over %d rows, W x0 in double from the decoded W\n" GGML_NOTE
            "\ntype    mode    n   matmul ms  n x matvec ms  speedup  of read       err" GGML_COLUMNS
            "\n",
            load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN), threads, COLS,
-           w_bytes_min >> 20, CALLS, READS, ERROR_ROWS);
+           w_bytes_min >> 20, CALLS,
+           timer == CLOCK_MONOTONIC ? "wall clock" : "the thread's CPU time", READS, ERROR_ROWS);
     float *X = aligned_alloc(64, (size_t)COLS * MAX_N * sizeof *X); /* ggml's buffers: aligned */
     if (!X)
         die("out of memory");
@@ -206,7 +224,7 @@ int main(int argc, char **argv)
         w.data = wb;
         const double read = read_time(wb, w.n_bytes);
         double ggml_t[N_BATCH], ggml_err[N_BATCH] = { 0 };
-        for (size_t b = 0; b < N_BATCH; b++)
+        for (size_t b = 0; b < N_BATCH && batch[b] <= max_n; b++)
             ggml_t[b] = ggml_timed(&w, X, batch[b], Y, threads, &ggml_err[b]);
         for (unsigned mode = 0; mode < 2; mode++) {
             if (only_mode && strcmp(only_mode, mode == TM_MATVEC_Q8 ? "q8" : "f32") != 0)
@@ -214,7 +232,7 @@ int main(int argc, char **argv)
             const product matvec = { .w = &w, .X = X, .n = 0, .Y = Y, .mode = mode,
                                      .threads = threads };
             const double one = timed(&matvec);
-            for (size_t b = 0; b < N_BATCH; b++) {
+            for (size_t b = 0; b < N_BATCH && batch[b] <= max_n; b++) {
                 product matmul = matvec;
                 matmul.n = batch[b];
                 const double t = timed(&matmul);

@@ -196,6 +196,7 @@ static void header(void)
     bench_load_and_date(load, date);
     printf("tensormap matvec bench, %s\n", date);
     bench_print_cpu();
+    ggml_side_print();
     printf("flags     %s\n"
            "load      %.2f %.2f %.2f at start, %ld online CPUs\n"
            "W: rows of %d, >= %zu MiB (streamed from DRAM); GB = 10^9 bytes of W; median of %d "
