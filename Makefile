@@ -313,6 +313,7 @@ bench: all $(BENCHES) $(if $(GGML),$(GGML_BENCHES))
 BENCH_ISA ?= avx2
 GGML_SIDE_TYPES := q4_0 q8_0 q4_K q5_K q6_K iq4_xs iq2_xxs mxfp4 f16 bf16
 bench-ggml: all $(GGML_BENCHES)
+	$(if $(GGML),,$(error make bench-ggml wants GGML=DIR, a ggml source tree built with cmake))
 	$(Q)for t in $(GGML_SIDE_TYPES); do \
 	    $(B)/bench-ggml/matvec --cpu-time --type $$t --isa $(BENCH_ISA) || exit 1; done
 	$(Q)$(B)/bench-ggml/matmul --quick --cpu-time --mode q8

@@ -64,10 +64,10 @@ typedef struct model {
  * position so far, whose positions are columns too (a batch's k and v are written in place). */
 typedef struct state {
     float *x, *h, *q, *att, *o, *g, *u;
-    float *logits; /* n_logits columns of n_vocab */
+    float *logits; /* n_logits columns of n_vocab (state_new) */
     double *scores;
     float *k_cache, *v_cache; /* [layer][pos][n_head_kv * head_dim] */
-    uint64_t n_ctx, n_batch, n_logits;
+    uint64_t n_ctx;
 } state;
 
 static void fail(const model *m, const char *fmt, ...)
@@ -318,7 +318,7 @@ static int state_new(const model *m, uint64_t n_ctx, uint64_t n_batch, uint64_t 
     const hparams *hp = &m->hp;
     const uint64_t Q = hp->n_head * hp->head_dim, KV = hp->n_head_kv * hp->head_dim;
     memset(s, 0, sizeof *s);
-    s->n_ctx = n_ctx, s->n_batch = n_batch, s->n_logits = n_logits;
+    s->n_ctx = n_ctx;
     /* every dimension (KV included) is at most 2^20 and n_layer 2^12 (read_hparams), n_ctx
      * 2^24 (main): the cache's element count, at most 2^56, fits in 64 bits; malloc says if it
      * fits in memory */
@@ -327,7 +327,8 @@ static int state_new(const model *m, uint64_t n_ctx, uint64_t n_batch, uint64_t 
         fail(m, "a KV cache of %llu positions does not fit in memory", (unsigned long long)n_ctx);
         return -1;
     }
-    /* n_batch <= 2^10 (main) times a dimension <= 2^20, or times n_vocab <= 2^32: no overflow */
+    /* n_batch <= MAX_BATCH (main) times a dimension <= 2^20, or times n_vocab <= 2^32: no
+     * overflow */
     s->x = malloc(n_batch * hp->n_embd * sizeof(float));
     s->h = malloc(n_batch * hp->n_embd * sizeof(float));
     s->q = malloc(n_batch * Q * sizeof(float));
@@ -440,8 +441,9 @@ static void attention(const model *m, state *s, const float *q_all, float *out_a
     }
 }
 
-/* Run the n tokens at positions pos0.. through the model as n columns (n <= s->n_batch);
- * logits: 0 none, 1 the last token's, n every token's (n <= s->n_logits), into s->logits. */
+/* Run the n tokens at positions pos0.. through the model as n columns (n at most the state's
+ * n_batch); logits: 0 none, 1 the last token's, n every token's (n at most the state's
+ * n_logits), into s->logits. */
 static int forward(const model *m, const run *r, state *s, const uint64_t *tokens, uint64_t n,
                    uint64_t pos0, uint64_t logits)
 {
