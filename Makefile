@@ -8,6 +8,9 @@
 #   make bench      benchmarks (bench/open, bench/dequant, bench/export, bench/matvec);
 #                   COLD=1 adds bench/cold (writes 4 GiB to TMPDIR or /var/tmp, evicts it from
 #                   the page cache, decodes it cold: minutes, so not by default)
+#                   GGML=DIR (a ggml source tree built with cmake in DIR/build) builds
+#                   bench/matvec and bench/matmul with ggml beside tensormap -> build/bench-ggml/
+#   make bench-ggml GGML=DIR   the side-by-side tables of BENCHMARKS.md (matvec and matmul)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc and
 #                   tensormap-static.pc, tool, man page,
@@ -104,7 +107,7 @@ SONAME := libtensormap.so.$(SOMAJOR)
 SHARED := $(B)/libtensormap.so.$(VERSION)
 
 .PHONY: all lib demo test check test-golden bench fuzz install uninstall test-install clean deps \
-        check-exports check-layers check-san cross-arm check-arm test-python wheel
+        check-exports check-layers check-san cross-arm check-arm test-python wheel bench-ggml
 all: lib $(B)/tensormap $(B)/tensormap.1 $(EXAMPLES) $(B)/demo.gguf
 
 lib: $(STATIC) $(SHARED)
@@ -287,12 +290,39 @@ check-exports: $(SHARED)
 
 # ---- bench -----------------------------------------------------------------------------------
 
-bench: all $(BENCHES)
+# ggml beside the products (bench/ggml_side.h): GGML=DIR, a ggml source tree whose cmake build
+# (BUILD_SHARED_LIBS=ON) is in GGML_LIBDIR. Those benches go in their own directory, so that a
+# build with ggml and one without never stand in for each other.
+GGML_LIBDIR ?= $(GGML)/build/src
+GGML_BENCHES := $(B)/bench-ggml/matvec $(B)/bench-ggml/matmul
+$(B)/bench-ggml/%: bench/%.c $(STATIC) $(wildcard bench/*.h) | $(DEPS_STAMP)
+	$(if $(GGML),,$(error GGML=DIR names the ggml source tree to build $@ against))
+	@mkdir -p $(dir $@)
+	$(if $(V),,@echo "  CC      $< (with ggml)")
+	$(Q)$(CC) $(ALL_CFLAGS) -DTM_BENCH_GGML -isystem $(GGML)/include \
+	    -DTM_BENCH_LIB_FLAGS='"$(BENCH_LIB_FLAGS)"' -o $@ $< $(STATIC) $(LDFLAGS) \
+	    -L$(GGML_LIBDIR) -Wl,-rpath,$(abspath $(GGML_LIBDIR)) -lggml-cpu -lggml-base $(TOOL_LIBS)
+MATVEC_BENCH := $(if $(GGML),$(B)/bench-ggml/matvec,$(B)/bench/matvec)
+
+bench: all $(BENCHES) $(if $(GGML),$(GGML_BENCHES))
 	$(B)/bench/open
 	$(B)/bench/dequant
 	$(B)/bench/export $(B)/tensormap
-	$(B)/bench/matvec
+	$(MATVEC_BENCH)
 	$(if $(COLD),$(B)/bench/cold)
+
+# Issue 23's types side by side with ggml on tensormap's BENCH_ISA path, one-thread rows timed
+# by CPU time (a shared machine); then tm_matmul against ggml's mul_mat: 8-bit x on 1 thread (CPU
+# time) and 2 (wall clock), and float32 x on 1 thread for n = 8 and 32 (n = 512 takes minutes).
+BENCH_ISA ?= avx2
+GGML_SIDE_TYPES := q4_0 q8_0 q4_K q5_K q6_K iq4_xs iq2_xxs mxfp4 f16 bf16
+bench-ggml: all $(GGML_BENCHES)
+	$(if $(GGML),,$(error make bench-ggml wants GGML=DIR, a ggml source tree built with cmake))
+	$(Q)for t in $(GGML_SIDE_TYPES); do \
+	    $(B)/bench-ggml/matvec --cpu-time --type $$t --isa $(BENCH_ISA) || exit 1; done
+	$(Q)$(B)/bench-ggml/matmul --quick --cpu-time --mode q8
+	$(Q)$(B)/bench-ggml/matmul --quick --threads 2 --mode q8
+	$(Q)$(B)/bench-ggml/matmul --quick --cpu-time --mode f32 --max-n 32
 
 # ---- fuzz ------------------------------------------------------------------------------------
 

@@ -15,8 +15,13 @@
  *   shared with other jobs (two-thread rows stay on the wall clock).
  * - Error: max |y - W x| / max |W x| over 64 rows spread over W, W x taken in double from the
  *   decoded weights (tm_dequant_rows, bit-exact with ggml).
+ * - Built with ggml (`make bench GGML=DIR`, bench/ggml_side.h): before the type's own rows, a
+ *   "ggml" row — ggml's from_float of x (to q8_0, q8_K, f16 or bf16 as ggml pairs them) and
+ *   vec_dot row by row, one thread, the same W and x, its own ceiling and error measured the
+ *   same way — and each one-thread row of tensormap's gets "x ggml": its GB/s / ggml's.
  * The CPU, compiler, the library's flags and the load average are printed first. */
 #include "bench.h"
+#include "ggml_side.h"
 #include "tensormap.h"
 
 #include <math.h>
@@ -102,49 +107,87 @@ static double read_ceiling(const uint8_t *p, size_t n, unsigned n_threads)
 
 /* ---- one row of the table ------------------------------------------------------------------ */
 
-/* max |y - W x| / max |W x| over ERROR_ROWS rows spread over W */
-static double measured_error(const tm_tensor *w, const float *x, const float *y)
+/* One product to time: tm_matvec in mode on n_threads, or (dot not NULL) ggml's vec_dot. */
+typedef struct product {
+    const tm_tensor *w;
+    const float *x;
+    float *y;
+    unsigned mode, n_threads;
+#ifdef TM_BENCH_GGML
+    const ggml_side_dot *dot;
+#endif
+} product;
+
+static void run_product(const product *p)
 {
-    const uint64_t rows = tm_tensor_rows(w);
-    static float row[COLS];
-    double max_err = 0, max_ref = 0;
-    tm_error err;
-    for (int k = 0; k < ERROR_ROWS; k++) {
-        const uint64_t r = (uint64_t)k * (rows - 1) / (ERROR_ROWS - 1);
-        if (tm_dequant_rows(w, r, r + 1, row, &err) != TM_OK)
-            die(err.message);
-        double ref = 0;
-        for (int c = 0; c < COLS; c++)
-            ref += (double)row[c] * (double)x[c];
-        max_err = fmax(max_err, fabs((double)y[r] - ref));
-        max_ref = fmax(max_ref, fabs(ref));
+#ifdef TM_BENCH_GGML
+    if (p->dot) {
+        const uint64_t rows = tm_tensor_rows(p->w);
+        ggml_side_matvec(p->dot, p->w->data, rows, p->w->n_bytes / rows, COLS, p->x, p->y);
+        return;
     }
-    return max_err / max_ref;
+#endif
+    tm_error err;
+    if (tm_matvec(p->w, p->x, p->y, p->mode, p->n_threads, &err) != TM_OK)
+        die(err.message);
 }
 
-static void bench_row(const tm_tensor *w, const float *x, float *y, const char *isa,
-                      unsigned mode, unsigned n_threads, double target)
+/* Prints the product's row of the table ("what" names it: its path, or ggml) and returns its
+ * GB/s of W. vs_ggml: ggml's GB/s in the same run (0: none), for the "x ggml" column. */
+static double bench_row(const product *p, const char *what, const char *mode_name,
+                        double target, double vs_ggml)
 {
-    const double ceiling = read_ceiling(w->data, w->n_bytes, n_threads);
+    const tm_tensor *w = p->w;
+    const double ceiling = read_ceiling(w->data, w->n_bytes, p->n_threads);
     double t[CALLS + 1];
-    tm_error err;
-    const clockid_t clock = n_threads == 1 ? one_thread_clock : CLOCK_MONOTONIC;
+    const clockid_t clock = p->n_threads == 1 ? one_thread_clock : CLOCK_MONOTONIC;
     for (int c = 0; c <= CALLS; c++) {
         const double t0 = bench_seconds(clock);
-        if (tm_matvec(w, x, y, mode, n_threads, &err) != TM_OK)
-            die(err.message);
+        run_product(p);
         t[c] = bench_seconds(clock) - t0;
     }
     const double gbs = (double)w->n_bytes / bench_median(t + 1, CALLS, NULL);
     const double ratio = gbs / ceiling;
-    char verdict[48] = "";
+    char verdict[48] = "", versus[16] = "";
     if (target > 0)
         snprintf(verdict, sizeof verdict, "%.2f %s", target, ratio >= target ? "met" : "MISSED");
-    printf("%-6s %-7s %-4s %u  %7.2f  %7.2f  %5.2f  %-10s %9.2e\n", tm_type_name(w->type), isa,
-           mode == TM_MATVEC_Q8 ? "q8" : "f32", n_threads, gbs * 1e-9, ceiling * 1e-9, ratio,
-           verdict, measured_error(w, x, y));
+    if (vs_ggml > 0)
+        snprintf(versus, sizeof versus, "  %6.2f", gbs / vs_ggml);
+    printf("%-6s %-7s %-4s %u  %7.2f  %7.2f  %5.2f  %-10s %9.2e%s\n", tm_type_name(w->type),
+           what, mode_name, p->n_threads, gbs * 1e-9, ceiling * 1e-9, ratio, verdict,
+           bench_error(w, p->x, p->y, ERROR_ROWS), versus);
     fflush(stdout);
+    return gbs;
 }
+
+/* ggml's row for w (before tensormap's); its GB/s, or 0 when not built with ggml or ggml
+ * has no vec_dot for the type */
+static double ggml_row(const tm_tensor *w, const float *x, float *y)
+{
+#ifdef TM_BENCH_GGML
+    ggml_side_dot dot;
+    double gbs = 0;
+    if (ggml_side_dot_init(&dot, w->type, COLS)) {
+        const product p = { w, x, y, 0, 1, &dot };
+        gbs = bench_row(&p, "ggml", ggml_type_name(dot.x_type), 0, 0);
+    } else
+        printf("%-6s ggml    has no one-row vec_dot for this type\n", tm_type_name(w->type));
+    ggml_side_dot_free(&dot);
+    return gbs;
+#else
+    (void)w, (void)x, (void)y;
+    return 0;
+#endif
+}
+
+#ifdef TM_BENCH_GGML
+#define GGML_NOTE "ggml: from_float of x + vec_dot row by row, one thread (bench/ggml_side.h); " \
+                  "x ggml: GB/s / ggml's in this run\n"
+#define GGML_COLUMNS "  x ggml"
+#else
+#define GGML_NOTE ""
+#define GGML_COLUMNS ""
+#endif
 
 static void header(void)
 {
@@ -153,14 +196,15 @@ static void header(void)
     bench_load_and_date(load, date);
     printf("tensormap matvec bench, %s\n", date);
     bench_print_cpu();
+    ggml_side_print();
     printf("flags     %s\n"
            "load      %.2f %.2f %.2f at start, %ld online CPUs\n"
            "W: rows of %d, >= %zu MiB (streamed from DRAM); GB = 10^9 bytes of W; median of %d "
            "calls after 1 warm-up; one-thread rows timed by %s\n"
            "ceiling: plain read of the same bytes on the same number of threads, measured just "
            "before the row (median of %d)\n"
-           "error: max|y - Wx| / max|Wx| over %d rows, Wx in double from the decoded W\n\n"
-           "type   path    mode thr   GB/s  ceiling  ratio  target        error\n",
+           "error: max|y - Wx| / max|Wx| over %d rows, Wx in double from the decoded W\n"
+           GGML_NOTE "\ntype   path    mode thr   GB/s  ceiling  ratio  target        error" GGML_COLUMNS "\n",
            TM_BENCH_LIB_FLAGS, load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN), COLS,
            w_bytes_min >> 20, CALLS,
            one_thread_clock == CLOCK_MONOTONIC ? "the wall clock" : "the thread's CPU time",
@@ -223,16 +267,21 @@ int main(int argc, char **argv)
         w.n_elements = (uint64_t)COLS * rows;
         w.n_bytes = rows * row_bytes;
         w.data = wb;
+        const double ggml_gbs = ggml_row(&w, x, y);
         for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
             if ((only_isa && strcmp(only_isa, isas[k]) != 0) || !tm_isa_available(isas[k]))
                 continue;
             if (tm_set_isa(isas[k], &err) != TM_OK)
                 die(err.message);
             for (unsigned mode = 0; mode < 2; mode++)
-                for (unsigned thr = 1; thr <= 2; thr++)
-                    bench_row(&w, x, y, isas[k], mode, thr,
-                              mode == TM_MATVEC_Q8 ? (thr == 2 && types[ti].q8 > 0 ? 0.9 : types[ti].q8)
-                                                   : (thr == 2 ? 0 : types[ti].f32));
+                for (unsigned thr = 1; thr <= 2; thr++) {
+                    const product p = { .w = &w, .x = x, .y = y, .mode = mode, .n_threads = thr };
+                    const double target = mode == TM_MATVEC_Q8
+                        ? (thr == 2 && types[ti].q8 > 0 ? 0.9 : types[ti].q8)
+                        : (thr == 2 ? 0 : types[ti].f32);
+                    bench_row(&p, isas[k], mode == TM_MATVEC_Q8 ? "q8" : "f32", target,
+                              thr == 1 ? ggml_gbs : 0);
+                }
         }
         free(wb);
         free(y);

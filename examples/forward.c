@@ -7,10 +7,12 @@
  *     query attention over a KV cache, the output projection, RMSNorm, SwiGLU feed-forward;
  *   - the final RMSNorm and the output projection (token_embd again when output.weight is
  *     absent, as llama.cpp ties them), then the next token is the argmax (greedy).
- * Every matrix product is tm_matvec on the blocks where they lie in the mapping: no weight
- * matrix is ever decoded whole. Only the 1-D tensors (norms, biases) are decoded, once.
- * The prompt is processed one token at a time with tm_matvec as well: tensormap has no batched
- * product yet (issue 23 item 3 adds tm_matmul; the prompt will go through it then).
+ * Every matrix product is computed on the blocks where they lie in the mapping: no weight
+ * matrix is ever decoded whole. Only the 1-D tensors (norms, biases) are decoded, once. The
+ * prompt goes through the model all its tokens at once (up to --batch of them, 512 unless
+ * given), each projection one tm_matmul with the tokens as columns, so every weight is read
+ * once per batch; each new token goes through tm_matvec. tm_matmul's columns are tm_matvec's
+ * results bit for bit, so the batch changes the speed and nothing else.
  *
  * Rotary embeddings as llama.cpp applies them: qwen2 is NEOX-style (dimension i turns with
  * i + n_rot/2); llama is the "normal" style (2i with 2i + 1), since llama.cpp's converter
@@ -57,9 +59,12 @@ typedef struct model {
     uint64_t eos;   /* UINT64_MAX: none */
 } model;
 
-/* The activations of one token and the KV cache of every position so far. */
+/* The activations of up to n_batch tokens, each buffer one column a token (as tm_matmul takes
+ * them: column j of x is the n_embd floats at x + j * n_embd), and the KV cache of every
+ * position so far, whose positions are columns too (a batch's k and v are written in place). */
 typedef struct state {
-    float *x, *h, *q, *att, *o, *g, *u, *logits;
+    float *x, *h, *q, *att, *o, *g, *u;
+    float *logits; /* n_logits columns of n_vocab (state_new) */
     double *scores;
     float *k_cache, *v_cache; /* [layer][pos][n_head_kv * head_dim] */
     uint64_t n_ctx;
@@ -305,11 +310,13 @@ static void state_free(state *s)
     free(s->logits), free(s->scores), free(s->k_cache), free(s->v_cache);
 }
 
-static int state_new(const model *m, uint64_t n_ctx, state *s)
+/* n_batch: the most tokens run at once (at most MAX_BATCH); n_logits: the columns of logits
+ * kept (1, or n_batch for every position's) */
+static int state_new(const model *m, uint64_t n_ctx, uint64_t n_batch, uint64_t n_logits,
+                     state *s)
 {
     const hparams *hp = &m->hp;
     const uint64_t Q = hp->n_head * hp->head_dim, KV = hp->n_head_kv * hp->head_dim;
-    const uint64_t wide = hp->n_embd > Q ? hp->n_embd : Q;
     memset(s, 0, sizeof *s);
     s->n_ctx = n_ctx;
     /* every dimension (KV included) is at most 2^20 and n_layer 2^12 (read_hparams), n_ctx
@@ -320,14 +327,16 @@ static int state_new(const model *m, uint64_t n_ctx, state *s)
         fail(m, "a KV cache of %llu positions does not fit in memory", (unsigned long long)n_ctx);
         return -1;
     }
-    s->x = malloc(hp->n_embd * sizeof(float));
-    s->h = malloc(wide * sizeof(float));
-    s->q = malloc(Q * sizeof(float));
-    s->att = malloc(Q * sizeof(float));
-    s->o = malloc(hp->n_embd * sizeof(float));
-    s->g = malloc(hp->n_ff * sizeof(float));
-    s->u = malloc(hp->n_ff * sizeof(float));
-    s->logits = malloc(hp->n_vocab * sizeof(float));
+    /* n_batch <= MAX_BATCH (main) times a dimension <= 2^20, or times n_vocab <= 2^32: no
+     * overflow */
+    s->x = malloc(n_batch * hp->n_embd * sizeof(float));
+    s->h = malloc(n_batch * hp->n_embd * sizeof(float));
+    s->q = malloc(n_batch * Q * sizeof(float));
+    s->att = malloc(n_batch * Q * sizeof(float));
+    s->o = malloc(n_batch * hp->n_embd * sizeof(float));
+    s->g = malloc(n_batch * hp->n_ff * sizeof(float));
+    s->u = malloc(n_batch * hp->n_ff * sizeof(float));
+    s->logits = malloc(n_logits * hp->n_vocab * sizeof(float));
     s->scores = malloc(n_ctx * sizeof(double));
     s->k_cache = malloc((size_t)cache * sizeof(float));
     s->v_cache = malloc((size_t)cache * sizeof(float));
@@ -345,10 +354,14 @@ typedef struct run {
     unsigned mode, threads;
 } run;
 
-static int matvec(const model *m, const run *r, const tm_tensor *w, const float *x, float *y)
+/* Y = W X for n columns: tm_matvec for one, tm_matmul for more (the same numbers either way) */
+static int product(const model *m, const run *r, const tm_tensor *w, const float *X, uint64_t n,
+                   float *Y)
 {
     tm_error err;
-    if (tm_matvec(w, x, y, r->mode, r->threads, &err) != TM_OK) {
+    const tm_status st = n == 1 ? tm_matvec(w, X, Y, r->mode, r->threads, &err)
+                                : tm_matmul(w, X, w->ne[0], n, Y, r->mode, r->threads, &err);
+    if (st != TM_OK) {
         fail(m, "%s", err.message);
         return -1;
     }
@@ -394,16 +407,17 @@ static void rope(const model *m, float *v, uint64_t n_heads, uint64_t pos)
     }
 }
 
-/* Causal attention of the token at pos over positions 0..pos of one block's cache: query head
- * h reads kv head h / (n_head / n_head_kv), as ggml's broadcast in llama.cpp pairs them. */
-static void attention(const model *m, state *s, const float *k_cache, const float *v_cache,
-                      uint64_t pos)
+/* Causal attention of the token at pos (its query heads at q_all, its output at out_all) over
+ * positions 0..pos of one block's cache: query head h reads kv head h / (n_head / n_head_kv),
+ * as ggml's broadcast in llama.cpp pairs them. */
+static void attention(const model *m, state *s, const float *q_all, float *out_all,
+                      const float *k_cache, const float *v_cache, uint64_t pos)
 {
     const hparams *hp = &m->hp;
     const uint64_t hd = hp->head_dim, KV = hp->n_head_kv * hd, group = hp->n_head / hp->n_head_kv;
     const double scale = 1.0 / sqrt((double)hd);
     for (uint64_t h = 0; h < hp->n_head; h++) {
-        const float *q = s->q + h * hd;
+        const float *q = q_all + h * hd;
         const uint64_t kvh = h / group;
         double max = -INFINITY, sum = 0.0;
         for (uint64_t p = 0; p <= pos; p++) {
@@ -417,7 +431,7 @@ static void attention(const model *m, state *s, const float *k_cache, const floa
         }
         for (uint64_t p = 0; p <= pos; p++)
             sum += s->scores[p] = exp(s->scores[p] - max);
-        float *out = s->att + h * hd;
+        float *out = out_all + h * hd;
         for (uint64_t i = 0; i < hd; i++) {
             double acc = 0.0;
             for (uint64_t p = 0; p <= pos; p++)
@@ -427,46 +441,58 @@ static void attention(const model *m, state *s, const float *k_cache, const floa
     }
 }
 
-/* Run token at position pos through the model; the next token's logits when want_logits. */
-static int step(const model *m, const run *r, state *s, uint64_t token, uint64_t pos,
-                int want_logits)
+/* Run the n tokens at positions pos0.. through the model as n columns (n at most the state's
+ * n_batch); logits: 0 none, 1 the last token's, n every token's (n at most the state's
+ * n_logits), into s->logits. */
+static int forward(const model *m, const run *r, state *s, const uint64_t *tokens, uint64_t n,
+                   uint64_t pos0, uint64_t logits)
 {
     const hparams *hp = &m->hp;
     const uint64_t E = hp->n_embd, Q = hp->n_head * hp->head_dim,
-                   KV = hp->n_head_kv * hp->head_dim;
+                   KV = hp->n_head_kv * hp->head_dim, F = hp->n_ff;
     tm_error err;
-    if (tm_dequant_rows(m->embd, token, token + 1, s->x, &err) != TM_OK) {
-        fail(m, "%s", err.message);
-        return -1;
-    }
+    for (uint64_t j = 0; j < n; j++)
+        if (tm_dequant_rows(m->embd, tokens[j], tokens[j] + 1, s->x + j * E, &err) != TM_OK) {
+            fail(m, "%s", err.message);
+            return -1;
+        }
     for (uint64_t li = 0; li < hp->n_layer; li++) {
         const layer *l = &m->layers[li];
-        float *k = s->k_cache + (li * s->n_ctx + pos) * KV;
-        float *v = s->v_cache + (li * s->n_ctx + pos) * KV;
-        rms_norm(s->x, l->attn_norm, E, hp->eps, s->h);
-        if (matvec(m, r, l->wq, s->h, s->q) || matvec(m, r, l->wk, s->h, k) ||
-            matvec(m, r, l->wv, s->h, v))
+        const float *k_layer = s->k_cache + li * s->n_ctx * KV,
+                    *v_layer = s->v_cache + li * s->n_ctx * KV;
+        float *k = s->k_cache + (li * s->n_ctx + pos0) * KV; /* the batch's positions */
+        float *v = s->v_cache + (li * s->n_ctx + pos0) * KV;
+        for (uint64_t j = 0; j < n; j++)
+            rms_norm(s->x + j * E, l->attn_norm, E, hp->eps, s->h + j * E);
+        if (product(m, r, l->wq, s->h, n, s->q) || product(m, r, l->wk, s->h, n, k) ||
+            product(m, r, l->wv, s->h, n, v))
             return -1;
-        add(s->q, l->bq, Q), add(k, l->bk, KV), add(v, l->bv, KV);
-        rope(m, s->q, hp->n_head, pos);
-        rope(m, k, hp->n_head_kv, pos);
-        attention(m, s, s->k_cache + li * s->n_ctx * KV, s->v_cache + li * s->n_ctx * KV, pos);
-        if (matvec(m, r, l->wo, s->att, s->o))
+        for (uint64_t j = 0; j < n; j++) {
+            add(s->q + j * Q, l->bq, Q), add(k + j * KV, l->bk, KV), add(v + j * KV, l->bv, KV);
+            rope(m, s->q + j * Q, hp->n_head, pos0 + j);
+            rope(m, k + j * KV, hp->n_head_kv, pos0 + j);
+        }
+        /* every k and v of the batch is in the cache: token j attends to positions <= its own */
+        for (uint64_t j = 0; j < n; j++)
+            attention(m, s, s->q + j * Q, s->att + j * Q, k_layer, v_layer, pos0 + j);
+        if (product(m, r, l->wo, s->att, n, s->o))
             return -1;
-        add(s->x, s->o, E);
-        rms_norm(s->x, l->ffn_norm, E, hp->eps, s->h);
-        if (matvec(m, r, l->gate, s->h, s->g) || matvec(m, r, l->up, s->h, s->u))
+        add(s->x, s->o, n * E);
+        for (uint64_t j = 0; j < n; j++)
+            rms_norm(s->x + j * E, l->ffn_norm, E, hp->eps, s->h + j * E);
+        if (product(m, r, l->gate, s->h, n, s->g) || product(m, r, l->up, s->h, n, s->u))
             return -1;
-        for (uint64_t i = 0; i < hp->n_ff; i++) /* SwiGLU: silu(gate) * up */
+        for (uint64_t i = 0; i < n * F; i++) /* SwiGLU: silu(gate) * up */
             s->g[i] = s->g[i] / (1.0f + expf(-s->g[i])) * s->u[i];
-        if (matvec(m, r, l->down, s->g, s->o))
+        if (product(m, r, l->down, s->g, n, s->o))
             return -1;
-        add(s->x, s->o, E);
+        add(s->x, s->o, n * E);
     }
-    if (!want_logits)
+    if (!logits)
         return 0;
-    rms_norm(s->x, m->out_norm, E, hp->eps, s->h);
-    return matvec(m, r, m->output, s->h, s->logits);
+    for (uint64_t j = n - logits; j < n; j++)
+        rms_norm(s->x + j * E, m->out_norm, E, hp->eps, s->h + (j - (n - logits)) * E);
+    return product(m, r, m->output, s->h, logits, s->logits);
 }
 
 static uint64_t argmax(const float *v, uint64_t n)
@@ -501,11 +527,11 @@ static void print_token(const model *m, uint64_t id)
     putchar('"');
 }
 
-static void print_logits(const model *m, const state *s, uint64_t pos, uint64_t token)
+static void print_logits(const model *m, const float *logits, uint64_t pos, uint64_t token)
 {
     printf("logits %llu %llu", (unsigned long long)pos, (unsigned long long)token);
     for (uint64_t i = 0; i < m->hp.n_vocab; i++)
-        printf(" %.9g", (double)s->logits[i]);
+        printf(" %.9g", (double)logits[i]);
     putchar('\n');
 }
 
@@ -519,14 +545,18 @@ static double now(void)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: forward MODEL [--prompt ID,ID,...] [-n N] [--q8] [--threads N] [--logits]\n"
-            "  Run a llama- or qwen2-architecture GGUF on tensormap (every projection through\n"
-            "  tm_matvec) and decode greedily: the prompt's token ids, then N new tokens\n"
-            "  (default 16; fewer when the end-of-sequence token comes), each printed as its id\n"
-            "  and its text, escaped; then tokens/second for the prompt and for the new tokens.\n"
+            "usage: forward MODEL [--prompt ID,ID,...] [-n N] [--q8] [--threads N] [--batch N]\n"
+            "               [--logits]\n"
+            "  Run a llama- or qwen2-architecture GGUF on tensormap (the prompt's projections\n"
+            "  through tm_matmul, all its tokens at once; each new token's through tm_matvec)\n"
+            "  and decode greedily: the prompt's token ids, then N new tokens (default 16;\n"
+            "  fewer when the end-of-sequence token comes), each printed as its id and its text,\n"
+            "  escaped; then tokens/second for the prompt and for the new tokens.\n"
             "  --prompt     token ids, comma-separated (default: 0)\n"
             "  --q8         x quantized to 8 bits as ggml does (TM_MATVEC_Q8); default float32\n"
             "  --threads N  threads for each product (default 1; 0: every online CPU)\n"
+            "  --batch N    at most N prompt tokens a product (1 to 512, default 512; 1: the\n"
+            "               prompt token by token through tm_matvec)\n"
             "  --logits     print each position's logits: 'logits POS TOKEN v0 v1 ...'\n"
             "  TM_ISA=scalar|avx2|avx512|neon forces a decoding path.\n");
 }
@@ -550,11 +580,12 @@ static long parse_ids(const char *s, uint64_t *ids, long max)
 }
 
 #define MAX_CTX (UINT64_C(1) << 24)
+#define MAX_BATCH 512 /* llama.cpp's default micro-batch; the most tm_matmul is tested with */
 
 int main(int argc, char **argv)
 {
     const char *path = NULL, *prompt = "0";
-    unsigned long n_gen = 16, threads = 1;
+    unsigned long n_gen = 16, threads = 1, batch = MAX_BATCH;
     int want_all_logits = 0;
     run r = {TM_MATVEC_F32, 1};
     for (int i = 1; i < argc; i++) {
@@ -564,17 +595,20 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--prompt") == 0 && i + 1 < argc) {
             prompt = argv[++i];
-        } else if ((strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--threads") == 0) &&
-                   i + 1 < argc) {
-            const int is_n = argv[i][1] == 'n';
+        } else if ((strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--threads") == 0 ||
+                    strcmp(argv[i], "--batch") == 0) && i + 1 < argc) {
+            /* -n: 0 to 2^20; --threads: 0 to 1024; --batch: 1 to MAX_BATCH */
+            const char opt = argv[i][1] == 'n' ? 'n' : argv[i][2];
+            const unsigned long lo = opt == 'b', hi = opt == 'n' ? 1u << 20
+                                                     : opt == 't' ? 1024 : MAX_BATCH;
             errno = 0;
             const unsigned long v = strtoul(argv[++i], &end, 10);
-            if (errno || *end || !*argv[i] || *argv[i] == '-' || v > (is_n ? 1u << 20 : 1024)) {
-                fprintf(stderr, "forward: %s wants a number up to %u, not '%s'\n", argv[i - 1],
-                        is_n ? 1u << 20 : 1024, argv[i]);
+            if (errno || *end || !*argv[i] || *argv[i] == '-' || v < lo || v > hi) {
+                fprintf(stderr, "forward: %s wants a number from %lu to %lu, not '%s'\n",
+                        argv[i - 1], lo, hi, argv[i]);
                 return 2;
             }
-            *(is_n ? &n_gen : &threads) = v;
+            *(opt == 'n' ? &n_gen : opt == 't' ? &threads : &batch) = v;
         } else if (strcmp(argv[i], "--q8") == 0) {
             r.mode = TM_MATVEC_Q8;
         } else if (strcmp(argv[i], "--logits") == 0) {
@@ -624,7 +658,9 @@ int main(int argc, char **argv)
              (unsigned long long)hp->n_ctx_train, (unsigned long long)MAX_CTX);
         goto out;
     }
-    if (state_new(&m, n_ctx, &s))
+    if (batch > (unsigned long)n_prompt)
+        batch = (unsigned long)n_prompt;
+    if (state_new(&m, n_ctx, batch, want_all_logits ? batch : 1, &s))
         goto out;
     printf("model: %s, %llu blocks, %llu wide, %llu heads (%llu kv) of %llu, ffn %llu, "
            "vocab %llu, rope %s\n",
@@ -636,8 +672,12 @@ int main(int argc, char **argv)
     char n_threads[32];
     snprintf(n_threads, sizeof n_threads, threads == 0 ? "every CPU" : threads == 1 ? "1 thread"
                                                                      : "%lu threads", threads);
-    printf("products: tm_matvec, x in %s, on %s, %s; the prompt token by token (no batched "
-           "product yet)\n", r.mode == TM_MATVEC_Q8 ? "8 bits" : "float32", tm_isa(), n_threads);
+    char prompt_by[64] = "the prompt token by token too";
+    if (batch > 1)
+        snprintf(prompt_by, sizeof prompt_by, "the prompt by tm_matmul, %lu tokens at once",
+                 batch);
+    printf("products: tm_matvec, x in %s, on %s, %s; %s\n",
+           r.mode == TM_MATVEC_Q8 ? "8 bits" : "float32", tm_isa(), n_threads, prompt_by);
 
     fputs("prompt tokens:", stdout);
     for (long i = 0; i < n_prompt; i++) {
@@ -647,17 +687,21 @@ int main(int argc, char **argv)
     putchar('\n');
 
     const double t0 = now();
-    for (long i = 0; i < n_prompt; i++) {
-        const int last = i == n_prompt - 1;
-        if (step(&m, &r, &s, ids[i], (uint64_t)i, last || want_all_logits))
+    const float *next = s.logits; /* the logits the next token is picked from */
+    for (uint64_t i = 0; i < (uint64_t)n_prompt; i += batch) {
+        const uint64_t cols = (uint64_t)n_prompt - i < batch ? (uint64_t)n_prompt - i : batch;
+        const int last = i + cols == (uint64_t)n_prompt;
+        if (forward(&m, &r, &s, ids + i, cols, i, want_all_logits ? cols : (uint64_t)last))
             goto out;
-        if (want_all_logits)
-            print_logits(&m, &s, (uint64_t)i, ids[i]);
+        for (uint64_t j = 0; want_all_logits && j < cols; j++)
+            print_logits(&m, s.logits + j * hp->n_vocab, i + j, ids[i + j]);
+        if (last)
+            next = s.logits + (want_all_logits ? cols - 1 : 0) * hp->n_vocab;
     }
     const double t1 = now();
     uint64_t n = (uint64_t)n_prompt;
     for (; n < n_ctx; n++) {
-        ids[n] = argmax(s.logits, hp->n_vocab);
+        ids[n] = argmax(next, hp->n_vocab);
         fputs("token ", stdout);
         print_token(&m, ids[n]);
         putchar('\n');
@@ -665,10 +709,11 @@ int main(int argc, char **argv)
             n++;
             break;
         }
-        if (step(&m, &r, &s, ids[n], n, 1))
+        if (forward(&m, &r, &s, ids + n, 1, n, 1))
             goto out;
+        next = s.logits;
         if (want_all_logits)
-            print_logits(&m, &s, n, ids[n]);
+            print_logits(&m, s.logits, n, ids[n]);
     }
     const double t2 = now();
     /* a generated token costs one step, but the first comes from the prompt's last logits */

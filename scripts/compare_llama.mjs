@@ -16,9 +16,10 @@
 // and whether llama.cpp's own greedy decoding from the prompt picks the same tokens. The
 // yardstick beside it: the same largest difference between forward's two modes (float32 and
 // 8-bit x) on the same sequence, i.e. what rounding x to 8 bits alone moves.
-// Speed: forward's own figures (one thread, tm_matvec token by token) beside llama.cpp's
-// prompt (one batch) and generation (one token per call, so JavaScript's overhead per call is
-// in it), each on one thread.
+// Speed: forward's own figures on one thread — the prompt through tm_matmul in one batch, and
+// token by token through tm_matvec (--batch 1) for comparison; generation through tm_matvec —
+// beside llama.cpp's prompt (one batch) and generation (one token per call, so JavaScript's
+// overhead per call is in it), each on one thread.
 import { execFileSync } from "node:child_process";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -56,8 +57,9 @@ for (const line of out.split("\n")) {
 function bestRate(lines, what) {
     return Math.max(...lines.map((l) => Number(l.match(new RegExp(`^${what}:.* ([0-9.]+) tokens/s`, "m"))[1])));
 }
-const timed = [1, 2, 3].map(() => execFileSync(forward, [model, "--prompt", prompt, "-n", String(nGen),
-    "--threads", "1", ...(q8 ? ["--q8"] : [])], { encoding: "utf8" }));
+const timedRuns = (extra) => [1, 2, 3].map(() => execFileSync(forward, [model, "--prompt", prompt,
+    "-n", String(nGen), "--threads", "1", ...(q8 ? ["--q8"] : []), ...extra], { encoding: "utf8" }));
+const timed = timedRuns([]), timedByToken = timedRuns(["--batch", "1"]);
 const promptIds = prompt.split(",").map(Number);
 
 function logSoftmax(v) {
@@ -141,8 +143,9 @@ console.log(`beside it, forward float32 against forward 8-bit x: largest |log p 
 console.log(`forward's smallest top-1 margin ${minMargin.toExponential(3)}, widest log p range ${spread.toFixed(3)}`);
 console.log(`greedy picks: forward [${picks}]`);
 console.log(`              llama.cpp [${theirPicks}] ${JSON.stringify(picks) === JSON.stringify(theirPicks) ? "(the same)" : "(DIFFERENT)"}`);
-console.log(`forward (tm_matvec, the prompt token by token), 1 thread, best of 3: prompt ${bestRate(timed, "prompt").toFixed(1)} tokens/s, ` +
-            `generation ${bestRate(timed, "generated").toFixed(1)} tokens/s`);
+console.log(`forward, 1 thread, best of 3: prompt (tm_matmul, one batch) ${bestRate(timed, "prompt").toFixed(1)} tokens/s ` +
+            `(token by token with tm_matvec: ${bestRate(timedByToken, "prompt").toFixed(1)}), ` +
+            `generation (tm_matvec) ${bestRate(timed, "generated").toFixed(1)} tokens/s`);
 console.log(`llama.cpp ${llama.llamaCppRelease?.release ?? ""} (CPU, 1 thread), best of 3: prompt (one batch) ${promptRate.toFixed(1)} tokens/s, ` +
             `generation ${genRate.toFixed(1)} tokens/s`);
 await ctx.dispose();

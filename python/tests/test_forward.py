@@ -164,6 +164,22 @@ def test_forward_threads_give_the_same_tokens():
     assert parse_logits(one)[1].tolist() == parse_logits(many)[1].tolist()
 
 
+def test_forward_prompt_batches_give_the_same_logits():
+    # the prompt through tm_matmul in one batch, in batches of 3 (3, 3, 1: a ragged last one),
+    # and token by token through tm_matvec: tm_matmul's columns are tm_matvec's bit for bit,
+    # so every logit is the same float, in both modes
+    prompt = ",".join(map(str, PROMPT))
+    for mode in ([], ["--q8"]):
+        runs = [run_forward("--prompt", prompt, "-n", "3", "--logits", *batch, *mode)
+                for batch in ([], ["--batch", "3"], ["--batch", "1"])]
+        assert f"the prompt by tm_matmul, {len(PROMPT)} tokens at once" in runs[0]
+        assert "the prompt by tm_matmul, 3 tokens at once" in runs[1]
+        assert "the prompt token by token" in runs[2]
+        logits = [parse_logits(out) for out in runs]
+        assert logits[0][0] == logits[1][0] == logits[2][0]
+        assert logits[0][1].tolist() == logits[1][1].tolist() == logits[2][1].tolist()
+
+
 def test_forward_prints_token_text_escaped():
     # byte tokens '"' (1), '\\' (59) and 'Ġ' (220, U+0120, the byte-level space), a special one
     out = run_forward("--prompt", "1,59,220,1019", "-n", "1")
@@ -198,6 +214,8 @@ def test_forward_refuses_a_model_that_does_not_fit(tmp_path, edit, says):
     (["--prompt", "1,,2"], "--prompt wants"),
     (["--prompt", ""], "--prompt wants"),
     (["-n", "-1"], "-n wants a number"),
+    (["--batch", "0"], "--batch wants a number from 1 to 512, not '0'"),
+    (["--batch", "513"], "--batch wants a number from 1 to 512, not '513'"),
 ])
 def test_forward_refuses_bad_arguments(args, says):
     out = subprocess.run([need(FORWARD), need(DEMO), *args], capture_output=True, text=True,
