@@ -44,6 +44,20 @@ typedef struct tm__http_auth {
 tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
                         tm__head_budget *budget, tm_error *err);
 
+#ifdef TM_HAVE_CURL
+#include <curl/curl.h>
+/* http.c, for download.c: a handle with the settings of every request (redirects, timeouts,
+ * the CA bundle, the user agent), libcurl started; NULL when out of memory. */
+CURL *tm__http_easy(void);
+/* http.c: a response header's value (after "name:"), trimmed, into out; false when line is
+ * another header. */
+bool tm__http_header_value(const char *line, size_t len, const char *name, char *out,
+                           size_t cap);
+/* http.c: what identifies the version of the file an open remote source read: its ETag, else
+ * its Last-Modified, else "". */
+const char *tm__http_validator(const tm__source *s);
+#endif
+
 /* hf.c: the parts of hf:OWNER/REPO/FILE[@REVISION] (pointers into the spec; rev "main" when
  * none is given). Checks the shape only: hfcache.c checks what may name a path. */
 typedef struct tm__hf_name {
