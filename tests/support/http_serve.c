@@ -146,7 +146,8 @@ void clean_environment(void)
         "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
         "no_proxy",   "NO_PROXY",    "HF_TOKEN",   "CURL_CA_BUNDLE", "SSL_CERT_FILE",
         "SSL_CERT_DIR", "CURL_HOME", "TM_HTTP_CHUNK", "TM_HTTP_HEAD_LIMIT", "TM_HTTP_TIMEOUT",
-        "HF_ENDPOINT", "LD_PRELOAD"};
+        "HF_ENDPOINT", "LD_PRELOAD", "HF_HUB_CACHE", "HF_HOME", "HF_HUB_OFFLINE",
+        "XDG_CACHE_HOME", "TM_DOWNLOAD_CHUNK"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     /* no curlrc either: libcurl does not read one, but say where HOME is */

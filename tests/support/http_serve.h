@@ -41,7 +41,9 @@ void server_put_golden(const char *root, const char *golden, const char *name);
  * cert and key (paths). NULL when made, else why not (malloc'ed). */
 char *server_make_cert(char cert[256], char key[256]);
 /* What the server sees must not be mixed with the outside: unset the proxy variables, HF_TOKEN,
- * HF_ENDPOINT, CURL_CA_BUNDLE, TM_HTTP_*, LD_PRELOAD; HOME becomes the test's directory. */
+ * HF_ENDPOINT, the Hugging Face cache's variables, CURL_CA_BUNDLE, TM_HTTP_*,
+ * TM_DOWNLOAD_CHUNK, LD_PRELOAD; HOME becomes the test's directory (so the default cache is
+ * in it). */
 void clean_environment(void);
 void sleep_ms(long ms);
 
