@@ -10,7 +10,6 @@
 
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,35 +20,11 @@ static char root[256];
 
 #define COMMIT "c0ffee0123456789abcdef0123456789abcdef01"
 
-static void suite_init(void)
-{
-    server_suite_start(&srv, root, "plain", NULL, NULL);
-    char endpoint[64];
-    snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", srv.port);
-    setenv("HF_ENDPOINT", endpoint, 1);
-}
+static void suite_init(void) { server_suite_start_hub(&srv, root); }
 
 static void suite_fini(void) { server_suite_stop(&srv); }
 
 TestSuite(download, .init = suite_init, .fini = suite_fini, .timeout = 120);
-
-/* The output of a shell command made from fmt, its trailing newline cut; it must succeed. */
-static char *sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int status;
-    char *out = shell_output(cmd, &status);
-    cr_assert_eq(status, 0, "%s", cmd);
-    size_t n = strlen(out);
-    if (n && out[n - 1] == '\n')
-        out[n - 1] = '\0';
-    return out;
-}
 
 static const char *url(const char *path)
 {
@@ -74,9 +49,9 @@ static void expect_content(const char *path, const char *want)
  * file), its commit COMMIT. */
 static void hub_file(const char *file, const char *golden)
 {
-    free(sh("d=%s/hf/tm/dl/main && mkdir -p $(dirname $d/%s) && cp %s/golden/%s $d/%s && "
-            "printf %%s %s > %s/hf/tm/dl/main.commit",
-            root, file, getenv("TM_CORPUS"), golden, file, COMMIT, root));
+    free(shell_ok("d=%s/hf/tm/dl/main && mkdir -p $(dirname $d/%s) && cp %s/golden/%s $d/%s && "
+                  "printf %%s %s > %s/hf/tm/dl/main.commit",
+                  root, file, getenv("TM_CORPUS"), golden, file, COMMIT, root));
 }
 
 static const char *cache_repo(void)
@@ -90,8 +65,8 @@ Test(download, an_hf_file_goes_into_the_cache_and_opens_from_there_offline)
 {
     hub_file("m.gguf", "golden-a.gguf");
     hub_file("sub/n.gguf", "golden-b.gguf");
-    char *sha_a = sh("sha256sum %s/hf/tm/dl/main/m.gguf | cut -c1-64", root);
-    char *sha_b = sh("sha256sum %s/hf/tm/dl/main/sub/n.gguf | cut -c1-64", root);
+    char *sha_a = shell_ok("sha256sum %s/hf/tm/dl/main/m.gguf | cut -c1-64", root);
+    char *sha_b = shell_ok("sha256sum %s/hf/tm/dl/main/sub/n.gguf | cut -c1-64", root);
     static const char *const names[] = {"hf:tm/dl/m.gguf", "hf:tm/dl/sub/n.gguf"};
     static const char *const files[] = {"m.gguf", "sub/n.gguf"};
     static const char *const links[] = {"../../blobs/", "../../../blobs/"};
@@ -104,16 +79,17 @@ Test(download, an_hf_file_goes_into_the_cache_and_opens_from_there_offline)
         cr_expect_str_eq(r.out, want);
         cr_expect_str_empty(r.err, "no progress line off a terminal: %s", r.err);
         tool_result_free(&r);
-        char *link = sh("readlink %s/snapshots/%s/%s", cache_repo(), COMMIT, files[i]);
+        char *link = shell_ok("readlink %s/snapshots/%s/%s", cache_repo(), COMMIT, files[i]);
         snprintf(want, sizeof want, "%s%s", links[i], shas[i]);
         cr_expect_str_eq(link, want, "the snapshot is a relative link to blobs/SHA256");
         free(link);
-        free(sh("cmp %s/blobs/%s %s/hf/tm/dl/main/%s", cache_repo(), shas[i], root, files[i]));
+        free(
+            shell_ok("cmp %s/blobs/%s %s/hf/tm/dl/main/%s", cache_repo(), shas[i], root, files[i]));
     }
-    char *ref = sh("cat %s/refs/main", cache_repo());
+    char *ref = shell_ok("cat %s/refs/main", cache_repo());
     cr_expect_str_eq(ref, COMMIT);
     free(ref);
-    cr_expect_str_empty(sh("ls %s/blobs | grep -v '^[0-9a-f]*$' || true", cache_repo()),
+    cr_expect_str_empty(shell_ok("ls %s/blobs | grep -v '^[0-9a-f]*$' || true", cache_repo()),
                         "only finished blobs are left");
 
     /* offline, no request: both open from the cache */
@@ -151,9 +127,9 @@ static int pieces_done(const char *state)
 Test(download, a_download_killed_part_way_resumes_with_only_the_rest)
 {
     enum { SIZE = 1 << 20, PIECE = 64 << 10, N_PIECES = SIZE / PIECE };
-    free(sh("head -c %d /dev/urandom > %s/big.bin", SIZE, root));
+    free(shell_ok("head -c %d /dev/urandom > %s/big.bin", SIZE, root));
     const char *dest = test_path("big.bin");
-    free(sh("printf precious > %s", dest));
+    free(shell_ok("printf precious > %s", dest));
     char part[600], state[700];
     snprintf(part, sizeof part, "%s.incomplete", dest);
     snprintf(state, sizeof state, "%s.tensormap", part);
@@ -181,10 +157,10 @@ Test(download, a_download_killed_part_way_resumes_with_only_the_rest)
     server_traffic_since(&srv, mark, &bytes, &requests);
     /* the rest, and the first request's 4 KiB that say the file is the same */
     const uint64_t rest = (uint64_t)(N_PIECES - done) * PIECE;
-    cr_expect_leq(bytes, rest + 4096, "%" PRIu64 " bytes fetched for %" PRIu64 " missing",
-                  bytes, rest);
+    cr_expect_leq(bytes, rest + 4096, "%" PRIu64 " bytes fetched for %" PRIu64 " missing", bytes,
+                  rest);
     cr_expect_eq(requests, (uint64_t)(N_PIECES - done) + 1);
-    free(sh("cmp %s %s/big.bin", dest, root));
+    free(shell_ok("cmp %s %s/big.bin", dest, root));
     cr_expect(!exists(part) && !exists(state), "the partial file and its state are removed");
     unsetenv("TM_DOWNLOAD_CHUNK");
 }
@@ -192,7 +168,7 @@ Test(download, a_download_killed_part_way_resumes_with_only_the_rest)
 /* A partial download of a file the server has since replaced starts again from nothing. */
 Test(download, a_partial_download_of_a_file_since_replaced_starts_again)
 {
-    free(sh("head -c 300000 /dev/urandom > %s/f.bin", root));
+    free(shell_ok("head -c 300000 /dev/urandom > %s/f.bin", root));
     const char *dest = test_path("f.bin");
     char part[600], state[700];
     snprintf(part, sizeof part, "%s.incomplete", dest);
@@ -206,11 +182,12 @@ Test(download, a_partial_download_of_a_file_since_replaced_starts_again)
     kill(pid, SIGKILL);
     tool_wait(pid);
     cr_assert_geq(pieces_done(state), 1);
-    free(sh("head -c 300000 /dev/urandom > %s/f.new && mv %s/f.new %s/f.bin", root, root, root));
+    free(shell_ok("head -c 300000 /dev/urandom > %s/f.new && mv %s/f.new %s/f.bin", root, root,
+                  root));
     tool_result r = tool_run("download", "-o", dest, url("files/f.bin"), NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     tool_result_free(&r);
-    free(sh("cmp %s %s/f.bin", dest, root));
+    free(shell_ok("cmp %s %s/f.bin", dest, root));
     unsetenv("TM_DOWNLOAD_CHUNK");
 }
 
@@ -219,22 +196,22 @@ Test(download, a_partial_download_of_a_file_since_replaced_starts_again)
 Test(download, a_sha256_mismatch_is_refused_and_removed)
 {
     hub_file("m.gguf", "golden-a.gguf");
-    free(sh("printf %%064d 0 > %s/hf/tm/dl/main/m.gguf.sha256", root));
+    free(shell_ok("printf %%064d 0 > %s/hf/tm/dl/main/m.gguf.sha256", root));
     const char *dest = test_path("m.gguf");
-    free(sh("printf precious > %s", dest));
+    free(shell_ok("printf precious > %s", dest));
     tool_result r = tool_run("download", "-o", dest, "hf:tm/dl/m.gguf", NULL);
     cr_expect_eq(r.status, 1);
     cr_expect(strstr(r.err, "SHA-256") && strstr(r.err, "0000000000000000"), "%s", r.err);
     tool_result_free(&r);
     expect_content(dest, "precious");
-    char *left = sh("ls -a %s | grep -c incomplete || true", test_dir());
+    char *left = shell_ok("ls -a %s | grep -c incomplete || true", test_dir());
     cr_expect_str_eq(left, "0", "the partial download is removed");
     free(left);
 
     r = tool_run("download", "hf:tm/dl/m.gguf", NULL);
     cr_expect_eq(r.status, 1);
     tool_result_free(&r);
-    left = sh("ls %s/blobs; ls %s/snapshots 2>/dev/null || true", cache_repo(), cache_repo());
+    left = shell_ok("ls %s/blobs; ls %s/snapshots 2>/dev/null || true", cache_repo(), cache_repo());
     cr_expect_str_empty(left, "the cache holds nothing of it");
     free(left);
 }
@@ -248,8 +225,9 @@ Test(download, a_file_changing_on_the_server_is_refused)
     for (int i = 0; i < 2; i++) {
         char name[32];
         snprintf(name, sizeof name, "s%d.bin", i);
-        free(sh("head -c 200000 /dev/urandom > %s/%s && head -c %d /dev/urandom > %s/%s.swapped",
-                root, name, swapped_size[i], root, name));
+        free(shell_ok(
+            "head -c 200000 /dev/urandom > %s/%s && head -c %d /dev/urandom > %s/%s.swapped", root,
+            name, swapped_size[i], root, name));
         const char *dest = test_path(name);
         char path[64];
         snprintf(path, sizeof path, "swap/%s", name);
@@ -265,11 +243,11 @@ Test(download, a_file_changing_on_the_server_is_refused)
 /* A PATH.incomplete that this tool did not make is not its to replace. */
 Test(download, a_partial_file_not_made_here_is_left_alone)
 {
-    free(sh("head -c 10000 /dev/urandom > %s/x.bin", root));
+    free(shell_ok("head -c 10000 /dev/urandom > %s/x.bin", root));
     const char *dest = test_path("x.bin");
     char part[600];
     snprintf(part, sizeof part, "%s.incomplete", dest);
-    free(sh("printf mine > %s", part));
+    free(shell_ok("printf mine > %s", part));
     tool_result r = tool_run("download", "-o", dest, url("files/x.bin"), NULL);
     cr_expect_eq(r.status, 1);
     cr_expect(strstr(r.err, "not ours"), "%s", r.err);
@@ -277,7 +255,7 @@ Test(download, a_partial_file_not_made_here_is_left_alone)
     expect_content(part, "mine");
     cr_expect(!exists(dest));
     /* nor a state file that is not one */
-    free(sh("rm %s && printf other > %s.tensormap", part, part));
+    free(shell_ok("rm %s && printf other > %s.tensormap", part, part));
     r = tool_run("download", "-o", dest, url("files/x.bin"), NULL);
     cr_expect_eq(r.status, 1);
     tool_result_free(&r);
@@ -289,14 +267,14 @@ Test(download, a_partial_file_not_made_here_is_left_alone)
 /* A large piece goes out as four ranges at once. */
 Test(download, a_large_file_is_fetched_in_ranges_at_once)
 {
-    free(sh("head -c %d /dev/urandom > %s/large.bin", 16 << 20, root));
+    free(shell_ok("head -c %d /dev/urandom > %s/large.bin", 16 << 20, root));
     const size_t mark = server_log_mark(&srv);
-    tool_result r = tool_run_in(test_dir(), (const char *const[]){"download",
-                                                                  url("delay/large.bin"), NULL});
+    tool_result r =
+        tool_run_in(test_dir(), (const char *const[]){"download", url("delay/large.bin"), NULL});
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_expect_str_eq(r.out, "large.bin\n", "a URL is written to its name here");
     tool_result_free(&r);
-    free(sh("cmp %s/large.bin %s/large.bin", test_dir(), root));
+    free(shell_ok("cmp %s/large.bin %s/large.bin", test_dir(), root));
     json_t *log = server_log_since(&srv, mark);
     size_t n = json_array_size(log), overlapping = 0;
     for (size_t i = 0; i < n; i++) {
@@ -304,8 +282,9 @@ Test(download, a_large_file_is_fetched_in_ranges_at_once)
         size_t with = 0;
         for (size_t k = 0; k < n; k++) {
             const json_t *b = json_array_get(log, k);
-            with += k != i && json_real_value(json_object_get(a, "start")) <
-                                  json_real_value(json_object_get(b, "end")) &&
+            with += k != i &&
+                    json_real_value(json_object_get(a, "start")) <
+                        json_real_value(json_object_get(b, "end")) &&
                     json_real_value(json_object_get(b, "start")) <
                         json_real_value(json_object_get(a, "end"));
         }

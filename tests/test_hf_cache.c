@@ -9,7 +9,6 @@
 #include <criterion/criterion.h>
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,31 +20,11 @@ static char root[256];
 #define COMMIT_A "0123456789abcdef0123456789abcdef01234567"
 #define COMMIT_B "89abcdef0123456789abcdef0123456789abcdef"
 
-static void suite_init(void)
-{
-    server_suite_start(&srv, root, "plain", NULL, NULL);
-    char endpoint[64];
-    snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", srv.port);
-    setenv("HF_ENDPOINT", endpoint, 1);
-}
+static void suite_init(void) { server_suite_start_hub(&srv, root); }
 
 static void suite_fini(void) { server_suite_stop(&srv); }
 
 TestSuite(hf_cache, .init = suite_init, .fini = suite_fini, .timeout = 60);
-
-/* Run a shell command made from fmt; it must succeed. */
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int status;
-    free(shell_output(cmd, &status));
-    cr_assert_eq(status, 0, "%s", cmd);
-}
 
 static const char *golden(const char *name)
 {
@@ -66,15 +45,17 @@ static const char *cache(void)
  * after the commit and file, as a test needs no real ETag). */
 static void put(const char *commit, const char *file, const char *src)
 {
-    sh("d=%s/models--tm--cache && mkdir -p $d/blobs $d/snapshots/%s && cp %s $d/blobs/%s-%s && "
-       "ln -s ../../blobs/%s-%s $d/snapshots/%s/%s",
-       cache(), commit, src, commit, file, commit, file, commit, file);
+    free(shell_ok(
+        "d=%s/models--tm--cache && mkdir -p $d/blobs $d/snapshots/%s && cp %s $d/blobs/%s-%s && "
+        "ln -s ../../blobs/%s-%s $d/snapshots/%s/%s",
+        cache(), commit, src, commit, file, commit, file, commit, file));
 }
 
 static void ref(const char *name, const char *commit)
 {
-    sh("mkdir -p %s/models--tm--cache/refs && printf %%s %s > %s/models--tm--cache/refs/%s",
-       cache(), commit, cache(), name);
+    free(shell_ok(
+        "mkdir -p %s/models--tm--cache/refs && printf %%s %s > %s/models--tm--cache/refs/%s",
+        cache(), commit, cache(), name));
 }
 
 /* `info --json` of name: it must succeed, with no request to the server and nothing fetched. */
@@ -87,6 +68,16 @@ static json_t *info_cached(const char *name)
     cr_assert_eq(requests, 0, "%s: %" PRIu64 " requests to the server", name, requests);
     cr_assert_null(json_object_get(j, "fetched"), "%s reads as remote", name);
     return j;
+}
+
+/* Whether `info name` (which must succeed) says it fetched anything. */
+static bool info_says_fetched(const char *name)
+{
+    tool_result r = tool_run("info", name, NULL);
+    cr_assert_eq(r.status, 0, "%s: %s", name, r.err);
+    const bool fetched = strstr(r.out, "fetched") != NULL;
+    tool_result_free(&r);
+    return fetched;
 }
 
 static uint64_t file_size(const char *path)
@@ -103,10 +94,7 @@ Test(hf_cache, a_cached_file_opens_with_no_request)
     json_t *j = info_cached("hf:tm/cache/m.gguf");
     cr_assert_eq(json_u64(j, "file_size"), file_size(golden("golden-a.gguf")));
     json_decref(j);
-    tool_result r = tool_run("info", "hf:tm/cache/m.gguf", NULL);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert_null(strstr(r.out, "fetched"), "info says it fetched:\n%s", r.out);
-    tool_result_free(&r);
+    cr_assert(!info_says_fetched("hf:tm/cache/m.gguf"), "info says it fetched");
 }
 
 Test(hf_cache, a_revision_resolves_through_refs_or_as_a_commit)
@@ -140,10 +128,10 @@ Test(hf_cache, the_cache_is_found_where_huggingface_hub_looks)
     char home[512], hub[512];
     snprintf(home, sizeof home, "%s/hfhome", test_dir());
     snprintf(hub, sizeof hub, "%s/elsewhere", test_dir());
-    sh("mkdir -p %s && mv %s %s/hub", home, cache(), home);
+    free(shell_ok("mkdir -p %s && mv %s %s/hub", home, cache(), home));
     setenv("HF_HOME", home, 1);
     json_decref(info_cached("hf:tm/cache/m.gguf"));
-    sh("mv %s/hub %s", home, hub);
+    free(shell_ok("mv %s/hub %s", home, hub));
     setenv("HF_HUB_CACHE", hub, 1);
     json_decref(info_cached("hf:tm/cache/m.gguf"));
     unsetenv("HF_HOME");
@@ -154,7 +142,7 @@ Test(hf_cache, a_split_set_opens_from_the_same_snapshot)
 {
     char prefix[512];
     snprintf(prefix, sizeof prefix, "%s/split/golden-a", test_dir());
-    sh("mkdir -p %s/split", test_dir());
+    free(shell_ok("mkdir -p %s/split", test_dir()));
     tool_result r = tool_run("split", "--max-tensors", "20", golden("golden-a.gguf"), prefix, NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     tool_result_free(&r);
@@ -183,8 +171,8 @@ Test(hf_cache, offline_a_file_not_cached_is_refused_naming_where_it_was_looked_f
     put(COMMIT_A, "m.gguf", golden("golden-a.gguf"));
     ref("main", COMMIT_A);
     /* the server has the file: a request would find it */
-    sh("mkdir -p %s/hf/tm/cache/main && cp %s %s/hf/tm/cache/main/other.gguf", root,
-       golden("golden-a.gguf"), root);
+    free(shell_ok("mkdir -p %s/hf/tm/cache/main && cp %s %s/hf/tm/cache/main/other.gguf", root,
+                  golden("golden-a.gguf"), root));
     static const char *const values[] = {"1", "true", "YES"};
     for (size_t i = 0; i < 3; i++) {
         setenv("HF_HUB_OFFLINE", values[i], 1);
@@ -206,22 +194,18 @@ Test(hf_cache, offline_a_file_not_cached_is_refused_naming_where_it_was_looked_f
     }
     /* and without it, the Hub is asked */
     unsetenv("HF_HUB_OFFLINE");
-    tool_result r = tool_run("info", "hf:tm/cache/other.gguf", NULL);
-    cr_expect_eq(r.status, 0, "%s", r.err);
-    cr_expect(strstr(r.out, "fetched"), "%s", r.out);
-    tool_result_free(&r);
+    cr_expect(info_says_fetched("hf:tm/cache/other.gguf"), "the Hub was not asked");
 }
 
 /* A ref file is read from disk: junk, or a file far too long, is refused, not followed. */
 Test(hf_cache, a_ref_that_is_not_a_commit_hash_is_refused)
 {
     put(COMMIT_A, "m.gguf", golden("golden-a.gguf"));
-    static const char *const junk[] = {
-        "printf ../../../../etc", "printf '" COMMIT_A "x'",
-        "head -c 1000000 /dev/zero | tr '\\0' a", "printf ''"};
+    static const char *const junk[] = {"printf ../../../../etc", "printf '" COMMIT_A "x'",
+                                       "head -c 1000000 /dev/zero | tr '\\0' a", "printf ''"};
     for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
-        sh("mkdir -p %s/models--tm--cache/refs && %s > %s/models--tm--cache/refs/main", cache(),
-           junk[i], cache());
+        free(shell_ok("mkdir -p %s/models--tm--cache/refs && %s > %s/models--tm--cache/refs/main",
+                      cache(), junk[i], cache()));
         tool_result r = tool_run("info", "hf:tm/cache/m.gguf", NULL);
         cr_expect_eq(r.status, 1, "%s: %s", junk[i], r.out);
         cr_expect(strstr(r.err, "refs/main") && strstr(r.err, "commit hash"), "%s: %s", junk[i],
@@ -236,19 +220,20 @@ Test(hf_cache, a_name_that_would_leave_the_cache_is_refused)
 {
     put(COMMIT_A, "m.gguf", golden("golden-a.gguf"));
     ref("main", COMMIT_A);
-    sh("cp %s %s/models--tm--cache/planted.gguf && mkdir -p %s/models--tm--cache/refs/x && "
-       "printf %%s %s > %s/models--tm--cache/refs/x/y",
-       golden("golden-a.gguf"), cache(), cache(), COMMIT_A, cache());
+    free(shell_ok(
+        "cp %s %s/models--tm--cache/planted.gguf && mkdir -p %s/models--tm--cache/refs/x && "
+        "printf %%s %s > %s/models--tm--cache/refs/x/y",
+        golden("golden-a.gguf"), cache(), cache(), COMMIT_A, cache()));
     setenv("HF_HUB_OFFLINE", "1", 1);
     static const char *const names[] = {
-        "hf:tm/cache/../../planted.gguf", "hf:tm/cache/./m.gguf",  "hf:tm/cache/m.gguf@../main",
-        "hf:tm/cache/m.gguf@x/../main",   "hf:../cache/m.gguf",    "hf:tm/..cache/m.gguf",
+        "hf:tm/cache/../../planted.gguf", "hf:tm/cache/./m.gguf", "hf:tm/cache/m.gguf@../main",
+        "hf:tm/cache/m.gguf@x/../main",   "hf:../cache/m.gguf",   "hf:tm/..cache/m.gguf",
         "hf:tm/cache/a//m.gguf"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         tool_result r = tool_run("info", names[i], NULL);
         cr_expect_eq(r.status, 1, "%s opened: %s", names[i], r.out);
-        cr_expect(strstr(r.err, "cannot name a file in the Hugging Face cache"), "%s: %s",
-                  names[i], r.err);
+        cr_expect(strstr(r.err, "cannot name a file in the Hugging Face cache"), "%s: %s", names[i],
+                  r.err);
         tool_result_free(&r);
     }
     unsetenv("HF_HUB_OFFLINE");

@@ -116,6 +116,30 @@ void server_suite_start(server *s, char root[256], const char *name, const char 
     }
 }
 
+void server_suite_start_hub(server *s, char root[256])
+{
+    server_suite_start(s, root, "plain", NULL, NULL);
+    char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", s->port);
+    setenv("HF_ENDPOINT", endpoint, 1);
+}
+
+char *shell_ok(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int status;
+    char *out = shell_output(cmd, &status);
+    cr_assert_eq(status, 0, "%s", cmd);
+    size_t n = strlen(out);
+    if (n && out[n - 1] == '\n')
+        out[n - 1] = '\0';
+    return out;
+}
+
 void server_suite_stop(server *s)
 {
     server_stop(s);
