@@ -502,6 +502,12 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
  * opens from its first shard's URL and a safetensors checkpoint from its index's URL, the
  * shards being found beside them.
  *
+ * An hf: name whose file is in the Hugging Face hub cache ($HF_HUB_CACHE, else $HF_HOME/hub,
+ * else ~/.cache/huggingface/hub: refs/REVISION, snapshots/COMMIT/FILE) is opened there as a
+ * local file, its shards beside it in the snapshot, without a request. With HF_HUB_OFFLINE=1
+ * (or true, yes, on) nothing goes to the network: a file not cached is TM_NOT_FOUND, the
+ * message naming the path looked for; a ref file that is not a commit hash is TM_IO.
+ *
  * A remote file's tensors have data == NULL: their bytes are fetched by tm_tensor_fetch, or
  * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
  * (several ranges at once for large reads) and decode each piece as it arrives. Redirects are
