@@ -294,3 +294,16 @@ Test(download, a_large_file_is_fetched_in_ranges_at_once)
     cr_expect_geq(overlapping, 3, "at most %zu other requests at once with one", overlapping);
     json_decref(log);
 }
+
+/* A progress line on a terminal (script(1) gives the tool one on all three streams), none off
+ * one (the other tests' stderr is empty). */
+Test(download, a_terminal_gets_a_progress_line)
+{
+    free(shell_ok("head -c 300000 /dev/urandom > %s/p.bin", root));
+    char *out = shell_ok("cd %s && TM_PROGRESS_AFTER_MS=0 TM_DOWNLOAD_CHUNK=65536 script -qec "
+                         "'%s download %s' /dev/null",
+                         test_dir(), getenv("TM_TOOL"), url("delay/p.bin"));
+    cr_expect(strstr(out, "downloading: ") && strstr(out, " of 300000 bytes ("), "%s", out);
+    free(out);
+    free(shell_ok("cmp %s/p.bin %s/p.bin", test_dir(), root));
+}

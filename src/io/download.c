@@ -630,6 +630,8 @@ static tm_status download_hf(const char *src, const char *dest, job *j, tm_downl
             st = no_memory(err);
         if (st == TM_OK)
             st = tm__hf_snapshot_path(repo_dir, commit, &n, &snap, err);
+        if (st == TM_OK && strlen(snap) >= sizeof res->path)
+            st = tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "the cache path is too long");
         if (st == TM_OK)
             st = make_dirs(blob, err);
         struct stat sb;
@@ -643,8 +645,6 @@ static tm_status download_hf(const char *src, const char *dest, job *j, tm_downl
             st = link_snapshot(snap, &n, etag, err);
         if (st == TM_OK && !tm__hf_is_commit(n.rev, n.rev_len))
             st = write_ref(repo_dir, &n, commit, err);
-        if (st == TM_OK && strlen(snap) >= sizeof res->path)
-            st = tm__fail(err, TM_LIMIT, TM_NO_OFFSET, "the cache path is too long");
         if (st == TM_OK)
             snprintf(res->path, sizeof res->path, "%s", snap);
     } else if (st == TM_OK) {
