@@ -570,8 +570,10 @@ TM_API tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t l
  * DEST.incomplete not of this library), TM_BAD_VALUE (the SHA-256 does not match), TM_IO (the
  * network errors of tm_open, a server without X-Repo-Commit for the cache, the file changing
  * while it is fetched, a write that failed), TM_NOT_FOUND (HTTP 404; under HF_HUB_OFFLINE, a
- * file not in the cache), TM_UNSUPPORTED (built without libcurl). Under HF_HUB_OFFLINE an hf:
- * name already in the cache is TM_OK without a request. */
+ * file not in the cache), TM_LIMIT (a path longer than TM_DOWNLOAD_PATH_MAX), TM_NOMEM,
+ * TM_UNSUPPORTED (built without libcurl). Under HF_HUB_OFFLINE an hf: name already in the
+ * cache is TM_OK without a request. It blocks until done; two calls for one destination at
+ * once are not supported (they would share its partial file). */
 typedef struct tm_download_opts {
     size_t struct_size; /* sizeof(tm_download_opts) */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
