@@ -5,7 +5,9 @@
 #   make test       install missing Debian dependencies (as root), build, run the test suite
 #                   (the C suite, then the Python package's pytest suite: make test-python)
 #   make SAN=1 test the same under AddressSanitizer + UndefinedBehaviorSanitizer -> build-san/
-#   make bench      benchmarks (bench/open, bench/dequant, bench/export, bench/matvec)
+#   make bench      benchmarks (bench/open, bench/dequant, bench/export, bench/matvec);
+#                   COLD=1 adds bench/cold (writes 4 GiB to TMPDIR or /var/tmp, evicts it from
+#                   the page cache, decodes it cold: minutes, so not by default)
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (clang)
 #   make install    PREFIX=/usr/local DESTDIR=  (header, libraries, tensormap.pc and
 #                   tensormap-static.pc, tool, man page,
@@ -216,6 +218,7 @@ export TM_CORPUS = $(abspath ../shared/corpus)
 export TM_FAIL_SHIM = $(abspath $(B)/fail_io.so)
 export TM_RESOLVE_SHIM = $(abspath $(B)/no_resolve.so)
 export TM_HTTP_SERVER = $(abspath tests/support/http_server.py)
+export TM_S3_SERVER = $(abspath tests/support/s3/serve.js)
 export TM_README = $(abspath README.md)
 
 test: $(TEST_DEPS_STAMP) all $(B)/test_tensormap $(B)/fail_io.so $(B)/no_resolve.so check-exports
@@ -290,6 +293,7 @@ bench: all $(BENCHES)
 	$(B)/bench/dequant
 	$(B)/bench/export $(B)/tensormap
 	$(B)/bench/matvec
+	$(if $(COLD),$(B)/bench/cold)
 
 # ---- fuzz ------------------------------------------------------------------------------------
 

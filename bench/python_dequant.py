@@ -3,37 +3,46 @@
 decode of the same tensor, and against a pure-numpy decoder (what Python GGUF readers do today).
 
     make && PYTHONPATH=python /usr/bin/python3 bench/python_dequant.py [--mib 256] [--dir /tmp]
-        [--repeats 5] [--numpy-mib 32] [--keep]
+        [--repeats 5] [--numpy-mib 32] [--keep] [--hold-arrays]
 
 For q4_K and q8_0: writes a GGUF file (the library's writer, through ctypes) holding one tensor of
 at least --mib MiB of quantized input whose blocks are the golden corpus' rows (ggml-quantized
 realistic values) tiled; then, after one warm-up each and interleaved (the order reversed on
-every repeat) so that the machine's noise falls on all alike, the median and minimum of --repeats runs of:
+every repeat) so that the machine's noise falls on all alike, the median and minimum of
+--repeats runs of:
 
-  C, preallocated   tm_dequant_tensor (through ctypes, one call) on all online CPUs into one float32 buffer allocated and
-                    touched once (the ceiling: the library's decode, nothing else)
+  C, preallocated   tm_dequant_tensor (through ctypes, one call) on all online CPUs into one
+                    float32 buffer allocated and touched once (the ceiling: the library's
+                    decode, nothing else)
   get_tensor(out=)  the binding, decoding into that same buffer         (vs C, preallocated)
   C, fresh buffer   np.empty + tm_dequant_tensor: what any caller who wants a new array pays,
                     C or Python: the kernel maps and zeroes the new pages as they are written
-  get_tensor        the binding, returning a new array                   (vs C, fresh buffer)
+  get_tensor        the binding, returning a new array                  (vs C, preallocated)
   numpy             a pure-numpy decoder (one thread), on the first --numpy-mib MiB only
                     (verified bit for bit against the library on the golden tensor first)
   C, rows           tm_dequant_rows_mt of the second half of the rows (a tensor-parallel rank's
                     part) into a preallocated buffer
+  C, rows, fresh    the same into a new np.empty buffer
   get_slice         safe_open(..).get_slice("weight")[a:b], the same rows, a new array
                     (vs C, rows; the target is 1.1x)
 
-get_tensor's fresh array is on transparent huge pages (python/tensormap/_memory.py): one fault
-per 2 MiB instead of per 4 KiB, which is what made it slower than decoding into a buffer already
-touched (the target is 0.9 of "C, preallocated" in speed, i.e. at most 1.11x in time).
+Two patterns. By default each output is dropped before the next run, as a loop over a model's
+tensors that uses each and lets it go does: get_tensor's and get_slice's new arrays then come from
+the package's pool of freed output buffers (python/tensormap/_memory.py), whose pages the process
+already has. With --hold-arrays every output of every run is kept until the tensor's runs are
+over, so nothing is ever freed and every new array is memory new to the process, in C as in
+Python: "C, fresh buffer" is then the comparison, and its excess over "C, preallocated" is what
+the kernel charges for new pages (it needs memory for all runs: (repeats + 1) outputs of each
+fresh case).
 
-Then, without decoding: safe_open's get_tensor of a 256 MiB F16 safetensors tensor (a view of a
+Then, without decoding: safe_open's get_tensor of an F16 tensor of --mib MiB (a view of a
 copy-on-write mapping, zero-copy) against numpy.memmap of the same bytes, and against reading
 them (np.fromfile): both views cost the same, constant time, whatever the size.
 
 GB/s are of float32 output, 1 GB = 10^9 bytes. "vs C" is time per output byte against the C
-case named in brackets (numpy: against C, preallocated), from medians; "paired" the median over
-repeats of each run against its C case's run in the same repeat (they run next to each other).
+case named in brackets, from medians, and "vs pre" the same against "C, preallocated" (a speed
+of 0.9 of it is a "vs pre" of 1.11); "paired" the median over repeats of each run against its C
+case's run in the same repeat (they run next to each other).
 """
 
 import argparse
@@ -129,6 +138,16 @@ def timed(fn):
     return time.perf_counter() - t0, out
 
 
+def thp(setting):
+    """The transparent huge page setting in force ("madvise", ...)."""
+    try:
+        with open(f"/sys/kernel/mm/transparent_hugepage/{setting}") as fp:
+            text = fp.read()
+    except OSError:
+        return "unknown"
+    return text[text.find("[") + 1:text.find("]")]
+
+
 def cpu_model():
     with open("/proc/cpuinfo") as fp:
         for line in fp:
@@ -144,20 +163,28 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--dir", default="/tmp", help="where the test files are written")
     ap.add_argument("--keep", action="store_true", help="keep the test files")
+    ap.add_argument("--hold-arrays", action="store_true",
+                    help="keep every output until the tensor's runs end (nothing is freed, so "
+                         "nothing is reused)")
     ap.add_argument("--types", default="q4_K,q8_0")
     ap.add_argument("--cases", default="all",
                     help="comma-separated subset: prealloc (C + get_tensor(out=)), fresh "
                          "(C + get_tensor), numpy, slice (C rows + get_slice), zerocopy "
                          "(safe_open against numpy.memmap)")
     args = ap.parse_args()
+    if args.hold_arrays:   # and so that not even a warm-up's or another type's buffer is reused
+        tensormap._memory.POOL.cap = 0
 
     cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     print(f"CPU {cpu_model()}, {os.cpu_count()} online CPUs; library {tensormap.__version__} "
           f"({c.path}), path {tensormap.isa()}; built with {cc} (Makefile flags: -O2, "
           f"per-file ISA flags); Python {platform.python_version()}, numpy {np.__version__}; "
-          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
+          f"{os.getloadavg()[0]:.2f}; transparent huge pages {thp('enabled')}, defrag "
+          f"{thp('defrag')}; pool cap {tensormap._memory.POOL.cap / 2**20:.0f} MiB; "
+          f"{'every output held' if args.hold_arrays else 'each output dropped'}")
     print(f"{'type':6} {'input MiB':>9} {'output MiB':>10}  {'what':17} {'median s':>9} "
-          f"{'min s':>7} {'GB/s':>6} {'vs C':>6} {'paired':>7}")
+          f"{'min s':>7} {'GB/s':>6} {'vs C':>6} {'vs pre':>6} {'paired':>7}")
     sys.stdout.flush()
     with tensormap.open(GOLDEN) as golden:
         for type_name in args.types.split(","):
@@ -181,12 +208,15 @@ def main():
 
 def call_overhead(f, name):
     """What the binding adds per call, on a small tensor where the decode itself is short: the
-    best of 7 batches of 2000 calls each, get_tensor(out=) against the bare ctypes call."""
+    best of 7 batches of 2000 calls each, get_tensor(out=) and get_slice(name)[:] (a new array,
+    index maths included) against the bare ctypes call (tm_dequant_tensor, on all online
+    CPUs)."""
     _, t = f._tensor(name)
     out, err = f.get_tensor(name), _lib.Error()
-    calls = {"ctypes tm_dequant_tensor": lambda: c.tm_dequant_tensor(t, out.ctypes.data, 0,
-                                                                     ctypes.byref(err)),
-             "get_tensor(out=)": lambda: f.get_tensor(name, out=out)}
+    sf = tensormap.safe_open(f.path, framework="np")
+    calls = {"bare": lambda: c.tm_dequant_tensor(t, out.ctypes.data, 0, ctypes.byref(err)),
+             "get_tensor(out=)": lambda: f.get_tensor(name, out=out),
+             "get_slice[:]": lambda: sf.get_slice(name)[:]}
     best = {}
     for k, fn in calls.items():
         samples = []
@@ -195,10 +225,11 @@ def call_overhead(f, name):
             for _ in range(2000):
                 fn()
             samples.append((time.perf_counter() - t0) / 2000)
-        best[k] = min(samples)
-    print(f"{name} ({out.size} values): per call {best['ctypes tm_dequant_tensor'] * 1e6:.1f} us "
-          f"bare, {best['get_tensor(out=)'] * 1e6:.1f} us through get_tensor(out=): the binding "
-          f"adds {(best['get_tensor(out=)'] - best['ctypes tm_dequant_tensor']) * 1e6:.1f} us",
+        best[k] = min(samples) * 1e6
+    sf.close()
+    print(f"{name} ({out.size} values): per call {best['bare']:.1f} us bare (ctypes "
+          f"tm_dequant_tensor); the binding adds {best['get_tensor(out=)'] - best['bare']:.1f} us "
+          f"in get_tensor(out=), {best['get_slice[:]'] - best['bare']:.1f} us in get_slice[:]",
           flush=True)
 
 
@@ -234,20 +265,23 @@ def run(path, type_name, args):
             "C, preallocated": (lambda: c_into(prealloc), "C, preallocated"),
             "get_tensor(out=)": (lambda: f.get_tensor("weight", out=prealloc), "C, preallocated"),
             "C, fresh buffer": (lambda: c_into(fresh()), "C, fresh buffer"),
-            "get_tensor": (lambda: f.get_tensor("weight"), "C, fresh buffer"),
+            "get_tensor": (lambda: f.get_tensor("weight"),
+                           "C, fresh buffer" if args.hold_arrays else "C, preallocated"),
             "numpy": (lambda: NUMPY[type_name](raw[:numpy_bytes]), "C, preallocated"),
             "C, rows": (lambda: c_rows(half), "C, rows"),
-            "get_slice": (lambda: sf.get_slice("weight")[rows // 2:], "C, rows"),
+            "C, rows, fresh": (lambda: c_rows(np.empty_like(half)), "C, rows, fresh"),
+            "get_slice": (lambda: sf.get_slice("weight")[rows // 2:],
+                          "C, rows, fresh" if args.hold_arrays else "C, rows"),
         }
         groups = {"prealloc": ("C, preallocated", "get_tensor(out=)"),
                   "fresh": ("C, fresh buffer", "get_tensor"), "numpy": ("numpy",),
-                  "slice": ("C, rows", "get_slice")}
+                  "slice": ("C, rows", "C, rows, fresh", "get_slice")}
         if args.cases != "all":
             wanted = {k for g in args.cases.split(",") if g in groups for k in groups[g]} | \
                 {"C, preallocated"}
             cases = {k: v for k, v in cases.items() if k in wanted}
         out_bytes = {k: n * 4 for k in cases}
-        for k in ("C, rows", "get_slice"):
+        for k in ("C, rows", "C, rows, fresh", "get_slice"):
             out_bytes[k] = half.size * 4
         out_bytes["numpy"] = numpy_bytes // (144 if type_name == "q4_K" else 34) * \
             (256 if type_name == "q4_K" else 32) * 4
@@ -256,28 +290,43 @@ def run(path, type_name, args):
         for k, (fn, _) in cases.items():                  # warm-up, and the outputs agree
             _, out = timed(fn)
             got = out.reshape(-1)
-            want = ref[-got.size:] if k in ("C, rows", "get_slice") else ref[:got.size]
+            want = ref[-got.size:] if k.startswith("C, rows") or k == "get_slice" \
+                else ref[:got.size]
             assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), k
             del out, got
         del ref
         order = list(cases)
+        held = []
         for _ in range(args.repeats):
             order.reverse()       # no case always runs first after a large free, or after numpy
             for k in order:
                 fn = cases[k][0]
                 dt, out = timed(fn)
+                if args.hold_arrays and k not in ("C, preallocated", "get_tensor(out=)",
+                                                  "C, rows"):
+                    held.append(out)
                 del out
                 times[k].append(dt)
+        del held
+
+        def per_byte(k):
+            return statistics.median(times[k]) / out_bytes[k]
         for k, ts in times.items():
             med, base = statistics.median(ts), cases[k][1]
-            ratio = (med / out_bytes[k]) / (statistics.median(times[base]) / out_bytes[base])
+            ratio = per_byte(k) / per_byte(base)
+            vs_pre = per_byte(k) / per_byte("C, preallocated")
             # each repeat's run against its C case's run of the same repeat (adjacent in time:
             # slow drifts of the machine's load cancel), then the median of those ratios
             paired = statistics.median((t / out_bytes[k]) / (b / out_bytes[base])
                                        for t, b in zip(ts, times[base]))
             print(f"{type_name:6} {info['nbytes'] / 2**20 if k != 'numpy' else numpy_bytes / 2**20:9.0f} "
                   f"{out_bytes[k] / 2**20:10.0f}  {k:17} {med:9.3f} {min(ts):7.3f} "
-                  f"{out_bytes[k] / med / 1e9:6.2f} {ratio:5.2f}x {paired:6.2f}x", flush=True)
+                  f"{out_bytes[k] / med / 1e9:6.2f} {ratio:5.2f}x {vs_pre:5.2f}x {paired:6.2f}x",
+                  flush=True)
+        if "C, fresh buffer" in times:
+            page_cost = (per_byte("C, fresh buffer") - per_byte("C, preallocated")) * 2**30
+            print(f"{type_name:6} new pages cost {page_cost * 1e3:.0f} ms per GiB of output "
+                  f"(C, fresh buffer less C, preallocated)", flush=True)
         sf.close()
 
 

@@ -467,8 +467,8 @@ TM_API tm_status tm_kv_value(const tm_kv *kv, tm_value *out);
 TM_API tm_status tm_kv_elem(const tm_kv *kv, uint64_t i, tm_value *out);
 /* Convenience: an unsigned integer entry of any width (u8..u64, or a non-negative signed one),
  * a float entry (f32 or f64; an integer entry is not widened), a string entry. Returns TM_OK,
- * or TM_NOT_FOUND (kv NULL), TM_WRONG_TYPE (any other type, a negative signed integer, an
- * array). out must not be NULL; *out is set only on TM_OK. */
+ * or TM_NOT_FOUND (kv NULL), TM_INVALID_ARG (out NULL), TM_WRONG_TYPE (any other type, a
+ * negative signed integer, an array). *out is set only on TM_OK. */
 TM_API tm_status tm_kv_get_uint(const tm_kv *kv, uint64_t *out);
 TM_API tm_status tm_kv_get_float(const tm_kv *kv, double *out);
 TM_API tm_status tm_kv_get_str(const tm_kv *kv, tm_str *out);
@@ -479,7 +479,7 @@ TM_API tm_status tm_kv_get_str(const tm_kv *kv, tm_str *out);
  * The iterator is bounded by the array's bytes, so it cannot run outside them. tm_kv_strings
  * returns TM_OK, or TM_NOT_FOUND (kv NULL), TM_INVALID_ARG (it NULL), TM_WRONG_TYPE (not an
  * array of strings). tm_str_next sets *out to the next string and returns true, or returns
- * false at the end (and for it NULL); out must not be NULL. */
+ * false at the end (and for it or out NULL). */
 typedef struct tm_str_iter {
     const uint8_t *p, *end;
     uint64_t left;
@@ -494,8 +494,10 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
  * "https://..." URLs and "hf:OWNER/REPO/FILE[@REVISION]", which is
  * $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (HF_ENDPOINT defaults to https://huggingface.co,
  * REVISION to main), with "Authorization: Bearer $HF_TOKEN" sent to that origin (its scheme,
- * host and port: never over plain HTTP for an https endpoint) when HF_TOKEN is set. The
- * header is fetched by HTTP range requests and walked with the same checks as a local file: a
+ * host and port: never over plain HTTP for an https endpoint) when HF_TOKEN is set; and
+ * "s3://BUCKET/KEY", an object of S3 or an S3-compatible store, signed with AWS Signature V4 from
+ * the AWS variables and profile files as the AWS tools read them (unsigned without any;
+ * docs/remote.md). The header is fetched by HTTP range requests and walked with the same checks as a local file: a
  * first range of TM_HTTP_CHUNK bytes (environment; default 2 MiB, with a K or M suffix),
  * then further ranges as far as the walk needs (at most TM_HTTP_HEAD_LIMIT bytes of header,
  * default 256 MiB, for all the files of a set together: TM_LIMIT beyond). A split GGUF set
@@ -591,6 +593,54 @@ typedef struct tm_download_result {
 
 TM_API tm_status tm_download(const char *src, const char *dest, const tm_download_opts *opts,
                              tm_download_result *out, tm_error *err);
+
+/* ---- Prefetch: saying which bytes come next, so that they are on their way before they are
+ * decoded ------------------------------------------------------------------------------------ */
+
+/* Bytes [offset, offset + n_bytes) of a tensor's data; n_bytes TM_PREFETCH_TO_END means to the
+ * end of the tensor (a whole tensor is {t, 0, TM_PREFETCH_TO_END}). */
+typedef struct tm_prefetch_range {
+    const tm_tensor *tensor;
+    uint64_t offset;
+    uint64_t n_bytes;
+} tm_prefetch_range;
+#define TM_PREFETCH_TO_END UINT64_MAX
+/* The most bytes a remote file holds prefetched and not yet read, unless the environment
+ * variable TM_PREFETCH_LIMIT says otherwise (bytes, with a K, M or G suffix); and the most
+ * ranges one call takes. */
+#define TM_PREFETCH_DEFAULT_LIMIT (256ull << 20)
+#define TM_PREFETCH_MAX_RANGES (1u << 20)
+
+/* Start reading the ranges ahead of their decode, and return at once. For a mapped file the
+ * kernel is asked to read those pages in: madvise(MADV_WILLNEED), or with the environment
+ * variable TM_PREFETCH_METHOD=fadvise posix_fadvise(POSIX_FADV_WILLNEED), or =thread a thread
+ * of the file's own that touches the pages (measured: BENCHMARKS.md, "Cold reads"). For a
+ * file TM_OPEN_NO_MMAP reads as needed, posix_fadvise; for a file held in memory there is
+ * nothing to do. For a remote file the ranges are fetched in order, in pieces of at most
+ * 16 MiB, on a thread of the file's own, into a buffer the file owns, and tm_tensor_fetch,
+ * tm_dequant_* and tm_matvec* take the bytes from there (waiting for a piece still arriving)
+ * instead of asking the server: each byte planned is fetched once (bytes the head fetched at
+ * open are not planned), and freed once it has been read. The buffer holds at most
+ * TM_PREFETCH_LIMIT bytes in at most 4096 pieces: a plan larger than what is left of it
+ * prefetches what fits, in order, and the rest is fetched when it is read, as without a plan.
+ * A piece that fails to arrive reports its error to the read that wants it, once (that read
+ * fails as it would have without the plan). n_ranges 0 (ranges may then be NULL) drops what
+ * the file holds prefetched and not read yet. TM_PREFETCH_METHOD=none makes every plan do
+ * nothing. Everything is freed by tm_close, which waits for a piece in flight.
+ *
+ * *planned (when not NULL) is set to the bytes that will be read ahead: for a remote file those
+ * that fit in the buffer, for a local one all of them, 0 for a file held in memory (unless
+ * TM_PREFETCH_METHOD=thread, which touches its pages all the same). Safe from
+ * any number of threads at once, and beside the decoders. Returns TM_OK, or (nothing planned):
+ *   TM_INVALID_ARG  file NULL; ranges NULL with n_ranges > 0; a range with a NULL tensor or one
+ *                   that is not one of file's tensors (a copy is not); a range outside its
+ *                   tensor (each named by its index in ranges); TM_PREFETCH_METHOD set to
+ *                   another word than madvise, fadvise, thread or none
+ *   TM_LIMIT        more than TM_PREFETCH_MAX_RANGES ranges
+ *   TM_TRUNCATED    a range of a tensor cut off (tm_tensor_is_cut), naming it
+ *   TM_NOMEM        out of memory for the plan or the thread */
+TM_API tm_status tm_prefetch(const tm_file *file, const tm_prefetch_range *ranges,
+                             size_t n_ranges, uint64_t *planned, tm_error *err);
 
 /* =============================================================================================
  * PART 4  Computing: instruction sets, decoding to float32, matvec, rounding to f16/bf16
@@ -714,9 +764,10 @@ TM_API tm_status tm_matvec(const tm_tensor *w, const float *x, float *y, unsigne
  * once per column. Column j of Y is bit for bit tm_matvec(w, X + j * k, ...) in the same mode
  * on the same path, so it never depends on n, the other columns or n_threads (0 = online CPUs;
  * threads take tiles of rows). Allocates n plans of about 100 bytes and, in TM_MATVEC_Q8, each
- * column quantized (about 1.14 k bytes each), freed before returning. Errors (err filled, Y
- * untouched): those of tm_matvec_rows, and TM_INVALID_ARG for X or Y NULL, n = 0, or k not
- * w->ne[0]; TM_NOMEM for the plans. Modes, speed and bounds: docs/matvec.md. */
+ * column quantized (about 1.14 k bytes each, and a pointer to each), freed before returning.
+ * Errors (err filled, Y untouched): those of tm_matvec_rows, and TM_INVALID_ARG for X or Y
+ * NULL, n = 0, or k not w->ne[0]; TM_NOMEM for the plans. Modes, speed and bounds:
+ * docs/matvec.md. */
 TM_API tm_status tm_matmul(const tm_tensor *w, const float *X, uint64_t k, uint64_t n, float *Y,
                            unsigned mode, unsigned n_threads, tm_error *err);
 
@@ -869,8 +920,7 @@ TM_API tm_status tm_writer_kv_delete(tm_writer *w, const char *key, tm_error *er
  * of a one-file source's tensors, all of them, each at its own offset, the source's whole data
  * section is written as it is: the bytes between tensors and after the last (ggml pads the
  * last tensor to the alignment) included, so the file keeps its size when its header does.
- * TM_INVALID_ARG for f or t NULL (t must
- * be one of f's tensors); TM_UNSUPPORTED for a remote file's tensor; TM_TRUNCATED for a tensor
+ * TM_INVALID_ARG for f or t NULL or t not one of f's tensors; TM_UNSUPPORTED for a remote file's tensor; TM_TRUNCATED for a tensor
  * cut off (tm_tensor_is_cut); otherwise the tensor adders' errors. */
 TM_API tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor *t,
                                        const char *name, bool same_offset, tm_error *err);
@@ -936,8 +986,12 @@ TM_API tm_status tm_writer_header(const tm_writer *w, void *buf, uint64_t size, 
 
 typedef struct tm_st_writer tm_st_writer;
 
+/* Every call that returns a status gives TM_INVALID_ARG for w NULL, and for a NULL key, name,
+ * path, shape (n_dims > 0) or bytes (n > 0); tm_st_writer_data_size gives 0 and
+ * tm_st_writer_temp_path NULL for w NULL. */
+
 /* Returns TM_OK with *out a new writer, which tm_st_writer_finish or tm_st_writer_free frees;
- * or TM_NOMEM. */
+ * or TM_INVALID_ARG (out NULL), TM_NOMEM. */
 TM_API tm_status tm_st_writer_new(tm_st_writer **out, tm_error *err);
 /* Frees the writer; a file begun and not finished is removed (only the temporary file). NULL
  * is a no-op. */

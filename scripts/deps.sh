@@ -12,6 +12,9 @@
 # python3-torch (the safe_open(framework="pt") and torch.distributed tests; without it they skip,
 # saying so).
 # python3-xxhash (the hash tests' own xxh64).
+# nodejs and npm (the s3:// tests' server: s3rver from the npm registry, at the version
+# tests/support/s3/package-lock.json pins, installed there by `npm ci`; without it they skip,
+# saying so).
 #
 #   scripts/deps.sh lib     what the library and the tool build against (CURL=0: no libcurl)
 #   scripts/deps.sh test    what the test suite adds
@@ -41,14 +44,26 @@ have_module wheel                 || missing="$missing python3-wheel"
 have_module build                 || missing="$missing python3-build"
 have_module torch                 || missing="$missing python3-torch"
 have_module xxhash                || missing="$missing python3-xxhash"
+command -v node >/dev/null 2>&1   || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1    || missing="$missing npm"
 ;;
 *) echo "usage: scripts/deps.sh lib|test" >&2; exit 2 ;;
 esac
-[ -z "$missing" ] && exit 0
+# s3rver into tests/support/s3/node_modules, once npm is there; a failure (no registry) leaves
+# the s3:// tests to skip, saying why
+s3rver() {
+    s3=$(dirname "$0")/../tests/support/s3
+    [ "${1:-lib}" = test ] && command -v npm >/dev/null 2>&1 || return 0
+    [ -f "$s3/node_modules/s3rver/package.json" ] && return 0
+    (cd "$s3" && npm ci --no-audit --no-fund --silent) ||
+        echo "npm ci in tests/support/s3 failed: the s3:// tests will skip" >&2
+}
+[ -z "$missing" ] && { s3rver "$1"; exit 0; }
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing:$missing" >&2
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    s3rver "$1"
 else
     echo "tensormap needs:$missing (as root: apt-get install$missing)" >&2
     exit 1

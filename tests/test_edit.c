@@ -152,6 +152,7 @@ Test(edit, every_value_type_into_a_new_file, .fini = test_cleanup)
     cr_assert(!tm_str_next(&it, &s));
     tm_str_iter it2;
     cr_assert_eq(tm_kv_strings(tm_kv_find(f, "v.strs"), &it2), TM_OK);
+    cr_assert(!tm_str_next(&it2, NULL), "a NULL out is refused, and the walk does not move");
     cr_assert(tm_str_next(&it2, &s) && s.len == 1 && s.ptr[0] == 'p');
     expect_tensors_unchanged(f);
     tm_close(f);

@@ -196,6 +196,34 @@ Test(export_writer, layout_as_the_reference_writes_it)
     tm_close(f);
 }
 
+Test(export_writer, null_arguments_are_refused_not_followed)
+{
+    tm_error err = {0};
+    const uint64_t shape[1] = {4};
+    cr_expect_eq(tm_st_writer_new(NULL, &err), TM_INVALID_ARG);
+    cr_expect_eq(tm_st_writer_meta(NULL, "k", "v", &err), TM_INVALID_ARG);
+    cr_expect_eq(tm_st_writer_tensor(NULL, "a", TM_TYPE_F32, 1, shape, &err), TM_INVALID_ARG);
+    cr_expect_eq(tm_st_writer_begin(NULL, test_path("n.safetensors"), &err), TM_INVALID_ARG);
+    cr_expect_eq(tm_st_writer_write(NULL, shape, 4, &err), TM_INVALID_ARG);
+    cr_expect_eq(tm_st_writer_finish(NULL, &err), TM_INVALID_ARG);
+    cr_expect_eq(tm_st_writer_data_size(NULL), 0);
+    cr_expect_null(tm_st_writer_temp_path(NULL));
+    tm_st_writer *w;
+    cr_assert_eq(tm_st_writer_new(&w, &err), TM_OK);
+    cr_expect_eq(tm_st_writer_meta(w, NULL, "v", &err), TM_INVALID_ARG);
+    cr_expect(strstr(err.message, "tm_st_writer_meta: the key is NULL"), "%s", err.message);
+    cr_expect_eq(tm_st_writer_tensor(w, NULL, TM_TYPE_F32, 1, shape, &err), TM_INVALID_ARG);
+    cr_expect_eq(tm_st_writer_tensor(w, "a", TM_TYPE_F32, 1, NULL, &err), TM_INVALID_ARG);
+    cr_expect_eq(tm_st_writer_tensor(w, "a", TM_TYPE_F32, 1, shape, &err), TM_OK, "%s",
+                 err.message);
+    cr_expect_eq(tm_st_writer_begin(w, NULL, &err), TM_INVALID_ARG);
+    cr_assert_eq(tm_st_writer_begin(w, test_path("n.safetensors"), &err), TM_OK, "%s",
+                 err.message);
+    cr_expect_eq(tm_st_writer_write(w, NULL, 16, &err), TM_INVALID_ARG);
+    cr_expect_eq(tm_st_writer_write(w, NULL, 0, &err), TM_OK, "nothing to write needs no bytes");
+    tm_st_writer_free(w);
+}
+
 Test(export_writer, an_unfinished_file_leaves_nothing)
 {
     const char *path = test_path("keep.safetensors");

@@ -745,6 +745,10 @@ Test(gguf, every_value_type_read_back)
     cr_assert_eq(d, -2.5);
     cr_assert_eq(tm_kv_get_float(tm_kv_find(f, "u8"), &d), TM_WRONG_TYPE);
     cr_assert_eq(tm_kv_get_uint(tm_kv_find(f, "absent"), &u), TM_NOT_FOUND);
+    /* a NULL out is refused, not written through */
+    cr_assert_eq(tm_kv_get_uint(tm_kv_find(f, "u64"), NULL), TM_INVALID_ARG);
+    cr_assert_eq(tm_kv_get_float(tm_kv_find(f, "f64"), NULL), TM_INVALID_ARG);
+    cr_assert_eq(tm_kv_get_str(tm_kv_find(f, "str"), NULL), TM_INVALID_ARG);
 
     const tm_kv *arr = tm_kv_find(f, "arr_i16");
     cr_assert_eq(arr->count, 3);

@@ -1163,25 +1163,7 @@ Test(http, a_file_replaced_between_requests_is_refused)
  * resolver is asked). */
 Test(http, a_host_that_does_not_resolve)
 {
-    const char *shim = getenv("TM_RESOLVE_SHIM");
-    cr_assert_not_null(shim, "TM_RESOLVE_SHIM is not set (run the tests through make)");
-    /* without the shim the tool would ask a real resolver: never run it then */
-    cr_assert_eq(access(shim, R_OK), 0, "the shim %s is missing (make builds it)", shim);
-    /* a libcurl that resolves with c-ares never calls getaddrinfo: the shim could not stop it */
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "ldd '%s' 2>&1", getenv("TM_TOOL"));
-    int st;
-    char *libs = shell_output(cmd, &st);
-    const bool cares = strstr(libs, "libcares") != NULL;
-    free(libs);
-    if (cares)
-        cr_skip_test("libcurl resolves host names with c-ares here, past the getaddrinfo shim: "
-                     "not run, so that no name is looked up off the machine");
-    char asan[512];
-    snprintf(asan, sizeof asan, "%s:verify_asan_link_order=0",
-             getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "");
-    setenv("ASAN_OPTIONS", asan, 1);
-    setenv("LD_PRELOAD", shim, 1);
+    preload_resolve_shim();
     tool_result r = tool_run("info", "http://tm-no-such-host.invalid/model.gguf", NULL);
     unsetenv("LD_PRELOAD");
     cr_assert(strstr(r.err, "no_resolve: tm-no-such-host.invalid"),

@@ -2,16 +2,20 @@
  * golden corpus' .f32) and from random blocks decoded by the scalar path: every decodable type,
  * both modes, every instruction-set path this CPU has (a path it lacks is a visible skip). Every
  * column is also held to tm_matvec's y for that column, bit for bit (include/tensormap.h promises
- * it), and the whole Y to itself across thread counts and column tilings; then the refusals.
+ * it), and the whole Y to itself across thread counts and column tilings; the batched 8-bit
+ * kernels (groups of columns at once) against the scalar path and where the registry keeps them;
+ * then the refusals.
  *
  * Bounds (docs/matvec.md): TM_MATVEC_F32 |y - W x| <= 1e-6 max|W x| over the rows; TM_MATVEC_Q8
  * |y - W x| <= sum_c |w_c| d_c / 2 + 1e-4 max|W xq| (xq: x rounded to 8 bits per block of 32 or
  * 256, d = max|x| / 127), which the integer kernels and the float32 fallback both keep. */
+#include "../src/compute/compute.h"
 #include "support/product_fixture.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,10 +168,19 @@ static float *decoded(tm_type type, const uint8_t *p, size_t n, const char *isa)
 
 static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_Q8_0,
                                         TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K, TM_TYPE_Q6_K,
-                                        TM_TYPE_IQ4_XS };
+                                        TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
+                                        TM_TYPE_IQ4_NL };
 
-/* Ragged n: 1, 7 and 33 columns of every random type, 64 rows (the bound is relative to
- * max|W x| over the rows: a handful of random rows can make it too small, see test_matvec_api). */
+/* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), by hand: a kernel
+ * dropped from the table would still pass every other test (each column then runs the
+ * 1-column kernel, the same bits). */
+static const tm_type batched_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K,
+                                         TM_TYPE_Q6_K, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
+                                         TM_TYPE_IQ4_NL };
+
+/* Ragged n around the batched kernels' groups of 4 (1, 3, 5, 7, 17, 33 columns) of every random
+ * type, 67 rows (not whole blocks of 16 rows; the bound is relative to max|W x| over the rows:
+ * a handful of random rows can make it too small, see test_matvec_api). */
 static void random_blocks_on(const char *isa)
 {
     use_isa(isa);
@@ -175,13 +188,13 @@ static void random_blocks_on(const char *isa)
     cr_log_info("matmul random blocks on %s: seed %llu", isa, (unsigned long long)seed);
     for (size_t ti = 0; ti < sizeof random_types / sizeof random_types[0]; ti++) {
         const tm_type type = random_types[ti];
-        const size_t be = tm_type_block_elems(type), cols = be == 1 ? 777 : 3 * 256, rows = 64;
+        const size_t be = tm_type_block_elems(type), cols = be == 1 ? 777 : 3 * 256, rows = 67;
         uint8_t *p = new_random_blocks(type, rows * cols / be, seed * 31 + ti);
         float *wf = decoded(type, p, rows * cols, isa);
         const tm_tensor t = tensor_over("w", type, p, cols, rows);
-        const size_t ns[] = { 1, 7, 33 };
+        const size_t ns[] = { 1, 3, 5, 7, 17, 33 };
         for (unsigned mode = 0; mode < 2; mode++)
-            for (size_t k = 0; k < 3; k++) {
+            for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
                 char what[128];
                 snprintf(what, sizeof what, "random %s on %s (seed %llu)", tm_type_name(type),
                          isa, (unsigned long long)seed);
@@ -202,6 +215,76 @@ PER_PATH(avx512)
 PER_PATH(neon)
 #undef PER_PATH
 
+/* ---- the batched kernels ------------------------------------------------------------------- */
+
+/* Each batched AVX2 kernel against the scalar path's 8-bit product of the same random blocks
+ * (fresh every run): 1e-5 of the column's max|y|, as test_matvec_api holds each SIMD path's
+ * 1-column kernels (both round x alike; they differ in the float rounding of the sums). 9
+ * columns: two groups of 4 and one column left over; 67 rows. */
+Test(matmul, batched_kernels_against_scalar)
+{
+    use_isa("avx2");
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matmul batched kernels against scalar: seed %llu", (unsigned long long)seed);
+    const size_t cols = 3 * 256, rows = 67, n = 9;
+    float *X = make_X(cols, n, seed), *Y = malloc(rows * n * 4), *ys = malloc(rows * n * 4);
+    cr_assert(Y && ys);
+    for (size_t ti = 0; ti < sizeof batched_types / sizeof batched_types[0]; ti++) {
+        const tm_type type = batched_types[ti];
+        uint8_t *p = new_random_blocks(type, rows * cols / tm_type_block_elems(type), seed + ti);
+        const tm_tensor t = tensor_over("w", type, p, cols, rows);
+        tm_error err = {0};
+        cr_assert_eq(tm_matmul(&t, X, cols, n, Y, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
+        cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
+        cr_assert_eq(tm_matmul(&t, X, cols, n, ys, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
+        cr_assert_eq(tm_set_isa("avx2", &err), TM_OK);
+        for (size_t j = 0; j < n; j++) {
+            double max = 0;
+            for (size_t r = 0; r < rows; r++)
+                max = fmax(max, fabs((double)ys[j * rows + r]));
+            for (size_t r = 0; r < rows; r++)
+                cr_assert(fabs((double)Y[j * rows + r] - (double)ys[j * rows + r]) <= 1e-5 * max,
+                          "%s (seed %llu) column %zu row %zu: avx2 %.9g, scalar %.9g (max %.3g)",
+                          tm_type_name(type), (unsigned long long)seed, j, r,
+                          (double)Y[j * rows + r], (double)ys[j * rows + r], max);
+        }
+        free(p);
+    }
+    free(X);
+    free(Y);
+    free(ys);
+}
+
+#if defined(__x86_64__)
+/* Which paths run a batched kernel (pure table lookups, whether or not this CPU runs the path):
+ * AVX2 for exactly batched_types, the scalar path none (each column runs the 1-column kernel),
+ * and AVX-512 AVX2's only where its 1-column 8-bit kernel is AVX2's too, so that its columns
+ * stay tm_matvec's y bit for bit (its own q8_0, q4_K, q6_K kernels have no batched form). */
+Test(matmul, batched_kernels_only_beside_the_kernel_they_reproduce)
+{
+    unsigned batched_on_avx512 = 0;
+    for (unsigned id = 0; id < TM__GGML_SLOTS; id++) {
+        const tm_type type = (tm_type)id;
+        bool listed = false;
+        for (size_t ti = 0; ti < sizeof batched_types / sizeof batched_types[0]; ti++)
+            listed = listed || batched_types[ti] == type;
+        unsigned from = 99, mv_from = 98;
+        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX2, type, &from), listed, "type id %u", id);
+        cr_assert(!listed || from == TM__ISA_AVX2, "type id %u: batched kernel from path %u", id,
+                  from);
+        cr_assert(!tm__matmul_kernel_for(TM__ISA_SCALAR, type, NULL), "type id %u", id);
+        const bool mv_avx2 = tm__matvec_kernel_for(TM__ISA_AVX512, type, TM_MATVEC_Q8, &mv_from) &&
+                             mv_from == TM__ISA_AVX2;
+        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX512, type, NULL), listed && mv_avx2,
+                     "type id %u on avx512", id);
+        batched_on_avx512 += listed && mv_avx2;
+    }
+    /* q4_0, q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's 1-column
+     * kernel for them) */
+    cr_assert_eq(batched_on_avx512, 6u);
+}
+#endif
+
 /* n = 512, the most a prompt batch is documented for, on a small W (fast under sanitizers). */
 Test(matmul, five_hundred_twelve_columns)
 {
@@ -220,9 +303,9 @@ Test(matmul, five_hundred_twelve_columns)
 Test(matmul, threads_and_column_tilings_are_bit_identical)
 {
     /* 1,500 rows of 512: q4_K rows of 288 bytes, so five 128 KiB tiles of rows, the last short */
-    const tm_type types[] = { TM_TYPE_Q4_K, TM_TYPE_F16 };
+    const tm_type types[] = { TM_TYPE_Q4_K, TM_TYPE_F16, TM_TYPE_MXFP4 };
     const size_t cols = 512, rows = 1500, n = 33;
-    for (size_t ti = 0; ti < 2; ti++) {
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const tm_type type = types[ti];
         uint8_t *p = new_random_blocks(type, rows * cols / tm_type_block_elems(type), 99 + ti);
         const tm_tensor t = tensor_over("w", type, p, cols, rows);

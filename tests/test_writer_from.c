@@ -90,6 +90,30 @@ Test(writer_from, reproduces_the_source_byte_for_byte, .fini = test_cleanup)
     cr_assert(same_file(src, out), "every entry and every tensor where it was");
 }
 
+Test(writer_from, a_tensor_of_another_file_is_refused, .fini = test_cleanup)
+{
+    char src[256], other[256];
+    snprintf(src, sizeof src, "%s", test_path("src.gguf"));
+    snprintf(other, sizeof other, "%s", test_path("other.gguf"));
+    write_source(src, 1);
+    write_source(other, 2);
+    tm_file *f = NULL, *g = NULL;
+    tm_writer *w = NULL;
+    OK(tm_open(src, 0, &f, &err_));
+    OK(tm_open(other, 0, &g, &err_));
+    OK(tm_writer_new(&w, &err_));
+    tm_error err = {0};
+    /* g's tensor with f: its shard index and offsets are g's, its bytes g's mapping */
+    cr_expect_eq(tm_writer_tensor_copy(w, f, tm_tensor_at(g, 0), NULL, true, &err),
+                 TM_INVALID_ARG);
+    cr_expect(strstr(err.message, "another file's"), "%s", err.message);
+    cr_expect_eq(tm_writer_tensor_copy(w, f, tm_tensor_at(f, 0), NULL, true, &err), TM_OK, "%s",
+                 err.message);
+    tm_writer_free(w);
+    tm_close(g);
+    tm_close(f);
+}
+
 Test(writer_from, delete_add_and_rename, .fini = test_cleanup)
 {
     char src[256], out[256];

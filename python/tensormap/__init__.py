@@ -279,6 +279,24 @@ class File:
         _c.tm_file_fetched(self._live().ptr, ctypes.byref(got), ctypes.byref(requests))
         return got.value, requests.value
 
+    def prefetch(self, names=None):
+        """Start reading the named tensors (a name, a list of names, or None for every tensor)
+        ahead of their decode, and return at once: get_tensor() and the others then find their
+        bytes on the way or there. A local file asks the kernel for the pages; a file opened by
+        URL fetches them on a thread of its own into a buffer of at most TM_PREFETCH_LIMIT bytes
+        (256 MiB), what does not fit being fetched when it is read, as without a plan. An empty
+        list drops what was fetched and not read yet. Returns the bytes planned (0 for a file
+        held in memory). An unknown name raises UnknownNameError, and nothing is planned."""
+        h = self._live()
+        names = self.keys() if names is None else [names] if isinstance(names, str) else names
+        plan = (_lib.PrefetchRange * max(len(names), 1))()
+        for i, name in enumerate(names):
+            plan[i] = _lib.PrefetchRange(self._tensor(name)[1], 0, _lib.PREFETCH_TO_END)
+        planned, err = ctypes.c_uint64(), _lib.Error()
+        if _c.tm_prefetch(h.ptr, plan, len(names), ctypes.byref(planned), ctypes.byref(err)):
+            raise _from_c(InvalidError, err, str(self.path))
+        return planned.value
+
     def shards(self):
         """The paths of the files behind this index (one unless a sharded checkpoint)."""
         h = self._live()
@@ -419,7 +437,7 @@ class File:
             raise _error(InvalidError, "INVALID_ARG",
                          f"tensor {name!r}: rows [{r0}, {r1}) are not within its {rows} rows",
                          path=str(self.path))
-        out = np.empty((r1 - r0, t.contents.ne[0]), self._dtype(t))
+        out = _memory.empty((r1 - r0, t.contents.ne[0]), self._dtype(t))
         if out.size and out.dtype != np.float32:
             self._own_values(t, r0 * t.contents.ne[0], out)
         elif out.size:

@@ -3,6 +3,8 @@ is not read yet: which span of it must be read, and the index to apply to that s
 
 import numpy as np
 
+_ONE_BYTE = bytes(1)   # what the stand-in below views, every element of it
+
 
 def _is_int(k):
     return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
@@ -19,7 +21,7 @@ def expand(shape, key):
                             f"indexing), not {type(k).__name__}")
     # numpy checks the index (counts, bounds) and gives the result's shape, on a stand-in of
     # the tensor's shape that holds one byte.
-    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, (0,) * len(shape))
+    stand_in = np.ndarray(shape, np.uint8, _ONE_BYTE, 0, (0,) * len(shape))
     out_shape = np.shape(stand_in[key])
     at = [i for i, k in enumerate(key) if k is Ellipsis]
     if at:

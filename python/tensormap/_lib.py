@@ -64,9 +64,15 @@ class StrIter(Structure):
     _fields_ = [("p", c_void_p), ("end", c_void_p), ("left", c_uint64)]
 
 
+class PrefetchRange(Structure):
+    _fields_ = [("tensor", POINTER(Tensor)), ("offset", c_uint64), ("n_bytes", c_uint64)]
+
+
+PREFETCH_TO_END = 2**64 - 1
+
 # The C names of the structs above, for the layout test.
 C_NAMES = {Str: "tm_str", Error: "tm_error", Layout: "tm_layout", Tensor: "tm_tensor", Kv: "tm_kv",
-           Value: "tm_value", StrIter: "tm_str_iter"}
+           Value: "tm_value", StrIter: "tm_str_iter", PrefetchRange: "tm_prefetch_range"}
 # ctypes field name -> C field name where Python needs another spelling ("as" is a keyword).
 C_FIELD = {"as_": "as"}
 
@@ -100,6 +106,8 @@ SIGNATURES = {
     "tm_kv_strings": (c_enum, [_kv_p, POINTER(StrIter)]),
     "tm_str_next": (c_bool, [POINTER(StrIter), POINTER(Str)]),
     "tm_tensor_fetch": (c_enum, [_tensor_p, c_uint64, c_uint64, c_void_p, _err_p]),
+    "tm_prefetch": (c_enum, [_file_p, POINTER(PrefetchRange), c_size_t, POINTER(c_uint64),
+                             _err_p]),
     "tm_file_is_remote": (c_bool, [_file_p]),
     "tm_file_fetched": (None, [_file_p, POINTER(c_uint64), POINTER(c_uint64)]),
     "tm_dequant_rows": (c_enum, [_tensor_p, c_uint64, c_uint64, _float_p, _err_p]),

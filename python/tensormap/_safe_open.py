@@ -9,6 +9,7 @@ Stored types come back as stored (F32, F16, BF16, F64, the integers, BOOL); quan
 decoded to float32, or float16/bfloat16 with dtype=. See docs/python.md."""
 
 import ctypes
+import math
 
 import numpy as np
 
@@ -93,6 +94,10 @@ class safe_open:   # noqa: N801 (safetensors' name)
 
     def __contains__(self, name):
         return name in self._file
+
+    def prefetch(self, names=None):
+        """File.prefetch: the named tensors (None: all) read ahead of get_tensor()."""
+        return self._file.prefetch(names)
 
     def metadata(self):
         """The file's metadata as a dict, or None when it has none (safetensors: __metadata__,
@@ -180,7 +185,7 @@ class safe_open:   # noqa: N801 (safetensors' name)
         (hi - lo, *shape[1:]); for a decoded tensor with cols, only the blocks holding columns
         cols of each row are decoded, and the array's last dimension is those blocks'."""
         f = self._file
-        inner = int(np.prod(shape[1:], dtype=object))
+        inner = math.prod(shape[1:])
         if how == "stored":
             out = _memory.empty((hi - lo,) + tuple(shape[1:]), what)
             f._own_values(t, lo * inner, out)

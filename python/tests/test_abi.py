@@ -14,7 +14,8 @@ from conftest import ROOT
 ENUMS = ("tm_status", "tm_type", "tm_vtype", "tm_format")
 CONSTANTS = {"TM_ERROR_MESSAGE_MAX": _lib.ERROR_MESSAGE_MAX, "TM_NO_OFFSET": _lib.NO_OFFSET,
              "TM_MAX_DIMS": _lib.MAX_DIMS, "TM_OPEN_NO_MMAP": tensormap.OPEN_NO_MMAP,
-             "TM_OPEN_ALL_SHARDS": tensormap.OPEN_ALL_SHARDS}
+             "TM_OPEN_ALL_SHARDS": tensormap.OPEN_ALL_SHARDS,
+             "TM_PREFETCH_TO_END": _lib.PREFETCH_TO_END}
 
 
 def c_program():

@@ -68,7 +68,7 @@ tm_status tm__source_open(tm__source *s, const char *path, const tm__source_opts
                           tm_error *err);
 /* A caller's buffer of len bytes, borrowed: it must outlive the source. */
 void tm__source_buffer(tm__source *s, const void *buf, uint64_t len);
-/* "http://", "https://" or "hf:" */
+/* "http://", "https://", "hf:" or "s3://" */
 bool tm__is_url(const char *path);
 /* Make at least min(end, size) bytes available at base (a head fetches or reads more of
  * itself, and base may move: nothing may point into it across this call). Free for a source
@@ -82,6 +82,13 @@ tm_status tm__source_read(const tm__source *s, uint64_t offset, uint64_t len, vo
 const uint8_t *tm__source_view(const tm__source *s, uint64_t offset, uint64_t len);
 /* Whether the bytes come over the network. */
 bool tm__source_is_remote(const tm__source *s);
+/* How a local file's pages are asked for ahead of their reading (tm_prefetch). */
+typedef enum tm__advice { TM__ADVISE_MADVISE, TM__ADVISE_FADVISE } tm__advice;
+/* Ask the kernel to start reading bytes [offset, offset + len) of a file that is read from
+ * disk: a mapped one (madvise, or posix_fadvise on a descriptor of it, as how says) or one read
+ * as needed (posix_fadvise, whatever how says). False for a source with nothing to ask for (a
+ * file held in memory, a remote one). Advice only: a kernel that refuses it is not an error. */
+bool tm__source_advise(const tm__source *s, uint64_t offset, uint64_t len, tm__advice how);
 /* Bytes and requests fetched over the network so far (0 for a local file). */
 void tm__source_fetched(const tm__source *s, uint64_t *bytes, uint64_t *requests);
 /* A new descriptor (the caller closes it) of the file at path while it is still the file the
@@ -102,6 +109,10 @@ static inline uint64_t tm__cursor_offset(const tm__cursor *c) { return (uint64_t
 static inline uint64_t tm__cursor_left(const tm__cursor *c) { return (uint64_t)(c->end - c->p); }
 
 /* ---- index.c: open-addressing hash of names -> index, built once at open ---- */
+
+/* ---- readahead.c: a remote file's bytes fetched ahead into a bounded buffer, on a thread of
+ * the file's own (tm_prefetch) ---- */
+typedef struct tm__readahead tm__readahead;
 
 typedef struct tm__hash {
     uint32_t *slots;          /* entry index + 1; 0 = empty */
@@ -128,6 +139,7 @@ struct tm_file {
     uint64_t fetched_bytes;   /* downloaded for remote maps closed since (an index whose */
     uint64_t fetched_requests; /* shards replaced it), for tm_file_fetched */
     tm__head_budget head_budget; /* what its remote files' heads fetched, together */
+    tm__readahead *readahead; /* what tm_prefetch planned, fetched or fetching */
     void (*free_owned)(void *owned);
 };
 
@@ -206,6 +218,29 @@ typedef tm_status (*tm__piece_fn)(const tm_tensor *piece, uint64_t done, void *c
  * each as it arrives. */
 tm_status tm__remote_pieces(const tm_tensor *t, uint64_t first, uint64_t n, uint64_t granule,
                             tm__piece_fn fn, void *ctx, tm_error *err);
+
+/* ---- readahead.c ---- */
+
+/* The prefetch state of f (nothing planned, no thread yet): into f->readahead by the openers. */
+tm_status tm__readahead_new(tm_file *f, tm_error *err);
+/* Stop the thread (waiting for a piece in flight) and free every piece; NULL is a no-op. */
+void tm__readahead_free(tm__readahead *ra);
+/* What a piece of a plan is: bytes to fetch into the buffer (a remote file), or pages of a
+ * mapping to touch (TM_PREFETCH_METHOD=thread). */
+typedef enum tm__ahead_kind { TM__AHEAD_FETCH, TM__AHEAD_TOUCH } tm__ahead_kind;
+/* Queue bytes [offset, offset + len) of shard for the thread, in pieces of at most 16 MiB, as
+ * far as limit (bytes held fetched or planned, not yet read) allows; adds the bytes queued to
+ * *planned. TM_NOMEM when a piece or the thread cannot be had (what was queued stays). */
+tm_status tm__readahead_queue(const tm_file *f, uint32_t shard, uint64_t offset, uint64_t len,
+                              tm__ahead_kind kind, uint64_t limit, uint64_t *planned,
+                              tm_error *err);
+/* Drop what is held and not read yet (a piece in flight is freed when it arrives). */
+void tm__readahead_drop(const tm_file *f);
+/* Bytes [offset, offset + len) of shard into buf: from the pieces fetched ahead where they
+ * cover them (waiting for one still arriving; a piece that failed gives its error), from the
+ * source elsewhere. */
+tm_status tm__readahead_read(const tm_file *f, uint32_t shard, uint64_t offset, uint64_t len,
+                             void *buf, tm_error *err);
 
 /* threads.c: run worker(arg) on n_threads threads (0 = online CPUs), the caller's included, never
  * more than chunks of them; returns when every worker has returned. */

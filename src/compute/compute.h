@@ -33,6 +33,10 @@ tm__dequant_fn *tm__kernel_for(unsigned isa, tm_type type, unsigned *from);
  * + dot (TM_MATVEC_F32) or the float32 result (TM_MATVEC_Q8), or the path is not built here. */
 bool tm__matvec_kernel_for(unsigned isa, tm_type type, unsigned mode, unsigned *from);
 
+/* The same for tm_matmul's batched 8-bit kernels (tm__mm_q8_fn): true when path isa runs one
+ * for type; false where each column runs the 1-column kernel. */
+bool tm__matmul_kernel_for(unsigned isa, tm_type type, unsigned *from);
+
 /* Table i (0, 1, ...) of the kernel files of this build and, in *isa, the path it belongs to;
  * NULL past the last. For the tests that check the tables of a path do not overlap. */
 const tm__kernels *tm__kernel_table(size_t i, unsigned *isa);
@@ -74,5 +78,8 @@ tm_status tm__mv_column_plan(const char *fn, const tm_tensor *w, const float *x,
                              unsigned mode, void *col, tm_error *err);
 void tm__mv_column_rows(const void *col, uint64_t a, uint64_t b);
 void tm__mv_column_free(void *col);
+/* x quantized to 8 bits (the layout tm__mv_q8_fn takes) when the plan runs the path's 8-bit row
+ * kernel, else NULL: what tm_matmul's multi-column kernels (tm__mm_q8_fn) take. */
+const void *tm__mv_column_xq(const void *col);
 
 #endif /* TM_COMPUTE_H */

@@ -114,6 +114,16 @@ typedef struct tm__q8_Kx {
 _Static_assert(sizeof(tm__q8_0x) == 36, "q8_0 activation block is 36 bytes");
 _Static_assert(sizeof(tm__q8_Kx) == 292, "q8_K activation block is 292 bytes");
 
+/* tm_matmul's 8-bit kernels: ONE row of W against TM__MM_COLS columns of x at once, xq[c] the
+ * c-th column quantized as for tm__mv_q8_fn. y[c] is, bit for bit, what the same path's
+ * tm__mv_q8_fn gives for the row and xq[c]: per column the same float operations in the same
+ * order (the integer sums are exact in any order), the block's codes and scales unpacked once
+ * for all the columns instead of once per column. isa.c keeps one on a path only where the
+ * path's tm__mv_q8_fn for the type comes from the same path (the one it replicates). */
+enum { TM__MM_COLS = 4 };
+typedef void tm__mm_q8_fn(const void *w, const void *const xq[TM__MM_COLS], size_t n_blocks,
+                          float y[TM__MM_COLS]);
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 /* The kernel families, X(field, kernel type): a table has a slot array per family. A new family
@@ -121,7 +131,8 @@ _Static_assert(sizeof(tm__q8_Kx) == 292, "q8_K activation block is 292 bytes");
 #define TM__FAMILIES(X)              \
     X(dequant, tm__dequant_fn)       \
     X(mv_f32, tm__mv_f32_fn)         \
-    X(mv_q8, tm__mv_q8_fn)
+    X(mv_q8, tm__mv_q8_fn)           \
+    X(mm_q8, tm__mm_q8_fn)
 
 /* One kernel file's kernels, by family and slot; NULL: the file has none for that type (then the
  * path's other tables, then its fallback path, then, for matvec, decode + dot). A path may have

@@ -4,8 +4,11 @@
  * quantization); the rows are cut into tiles of about TILE_BYTES of W, and every column runs over
  * a tile before the next tile is touched, so a tile comes from DRAM once and is re-read n times
  * from the cache. Threads take whole tiles (tm__run_chunks). Each Y[r][j] is computed by the call
- * tm_matvec makes for row r and x = X[:, j], so column j of Y is tm_matvec's y bit for bit, and
- * no thread count, tile size or set of other columns can change a bit of it. */
+ * tm_matvec makes for row r and x = X[:, j], or in TM_MATVEC_Q8, for groups of TM__MM_COLS
+ * columns, by the path's batched kernel, which unpacks a row's blocks once for the group and
+ * gives each column the 1-column kernel's bits (kernels.h: tm__mm_q8_fn). So column j of Y is
+ * tm_matvec's y bit for bit, and no thread count, tile size or set of other columns can change
+ * a bit of it. */
 #include "../common/internal.h"
 #include "compute.h"
 
@@ -21,12 +24,35 @@ typedef struct columns {
     unsigned char *plans; /* n plans of tm__mv_column_size() bytes, stride apart */
     size_t stride;
     uint64_t n;
+    /* TM_MATVEC_Q8 with a batched kernel for the type on this path: groups of TM__MM_COLS
+     * columns go through it, xq[j] column j quantized (the plan's own); else NULL */
+    tm__mm_q8_fn *mm;
+    const void **xq;
+    const uint8_t *w; /* row 0 */
+    size_t row_bytes, n_blocks;
+    float *Y;         /* column j at Y + j * ldy */
+    uint64_t ldy;
 } columns;
+
+/* Rows [r0, r1) of columns [j, j + TM__MM_COLS) by the batched kernel: each row's blocks are
+ * read and unpacked once for the group, and each y is the 1-column kernel's bit for bit. */
+static void batched_rows(const columns *c, uint64_t j, uint64_t r0, uint64_t r1)
+{
+    for (uint64_t r = r0; r < r1; r++) {
+        float y[TM__MM_COLS];
+        c->mm(c->w + r * c->row_bytes, c->xq + j, c->n_blocks, y);
+        for (unsigned k = 0; k < TM__MM_COLS; k++)
+            c->Y[(j + k) * c->ldy + r] = y[k];
+    }
+}
 
 /* Rows [first, first + count): every column over this tile, in blocks of BLOCK columns by
  * BLOCK rows (as ggml's mul_mat blocks its vec_dot calls), so that a block's rows and columns
- * stay in the nearest cache while each meets all of the other's. */
+ * stay in the nearest cache while each meets all of the other's. Inside a block, whole groups
+ * of TM__MM_COLS columns take the batched kernel when there is one, the rest the 1-column
+ * kernel (the same bits either way). */
 #define BLOCK 16u
+_Static_assert(BLOCK % TM__MM_COLS == 0, "a block of columns is whole groups of the kernel's");
 
 static void run_tile(const void *ctx, uint64_t first, uint64_t count)
 {
@@ -35,7 +61,10 @@ static void run_tile(const void *ctx, uint64_t first, uint64_t count)
         const uint64_t j1 = c->n - j0 < BLOCK ? c->n : j0 + BLOCK;
         for (uint64_t r = first; r < first + count; r += BLOCK) {
             const uint64_t r1 = first + count - r < BLOCK ? first + count : r + BLOCK;
-            for (uint64_t j = j0; j < j1; j++)
+            uint64_t j = j0;
+            for (; c->mm && j1 - j >= TM__MM_COLS; j += TM__MM_COLS)
+                batched_rows(c, j, r, r1);
+            for (; j < j1; j++)
                 tm__mv_column_rows(c->plans + j * c->stride, r, r1);
         }
     }
@@ -60,12 +89,36 @@ static tm_status multiply_piece(const tm_tensor *piece, uint64_t done, void *ctx
     return multiply(piece, &a, err);
 }
 
+/* c->mm and c->xq when the columns' plans run the path's 8-bit row kernel and the path has a
+ * batched one for the type (isa.c keeps it only beside the 1-column kernel it reproduces). */
+static tm_status use_batched_kernel(const tm_tensor *w, columns *c, tm_error *err)
+{
+    const int slot = tm__type_slot(w->type);
+    const tm__kernels *k = tm__active_kernels("tm_matmul", err);
+    if (!k) /* cannot happen: the plans were made on this path */
+        return TM_ISA;
+    if (slot < 0 || !k->mm_q8[slot] || c->n < TM__MM_COLS || !tm__mv_column_xq(c->plans))
+        return TM_OK;
+    char what[128];
+    if (!(c->xq = malloc((size_t)c->n * sizeof *c->xq)))
+        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
+                        "tm_matmul: %s: no memory for %" PRIu64 " column pointers",
+                        tm__tensor_label(w, what, sizeof what), (uint64_t)c->n);
+    for (uint64_t j = 0; j < c->n; j++)
+        c->xq[j] = tm__mv_column_xq(c->plans + j * c->stride);
+    c->mm = k->mm_q8[slot];
+    c->w = w->data;
+    c->n_blocks = (size_t)(w->ne[0] / tm_type_block_elems(w->type));
+    c->row_bytes = c->n_blocks * tm_type_block_bytes(w->type);
+    return TM_OK;
+}
+
 static tm_status multiply(const tm_tensor *w, const call *a, tm_error *err)
 {
     const uint64_t k = w->ne[0], rows = tm_tensor_rows(w);
     const size_t align = alignof(max_align_t);
     const size_t stride = (tm__mv_column_size() + align - 1) / align * align;
-    columns c = { NULL, stride, 0 };
+    columns c = { .stride = stride, .Y = a->Y, .ldy = a->ldy };
     char what[128];
     if (a->n > SIZE_MAX / stride || !(c.plans = malloc((size_t)a->n * stride)))
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
@@ -86,7 +139,10 @@ static tm_status multiply(const tm_tensor *w, const call *a, tm_error *err)
     } else {
         const uint64_t row_bytes = k / tm_type_block_elems(w->type) * tm_type_block_bytes(w->type);
         const uint64_t tile = row_bytes >= TILE_BYTES ? 1 : TILE_BYTES / (row_bytes ? row_bytes : 1);
-        tm__run_chunks(run_tile, &c, rows, tile, a->n_threads);
+        st = use_batched_kernel(w, &c, err);
+        if (st == TM_OK)
+            tm__run_chunks(run_tile, &c, rows, tile, a->n_threads);
+        free(c.xq);
     }
     for (uint64_t j = 0; j < c.n; j++)
         tm__mv_column_free(c.plans + j * stride);

@@ -271,6 +271,12 @@ void tm__mv_column_rows(const void *col, uint64_t a, uint64_t b)
     run_rows(col, a, b);
 }
 
+const void *tm__mv_column_xq(const void *col)
+{
+    const plan *p = col;
+    return p->q8 ? p->xq : NULL;
+}
+
 void tm__mv_column_free(void *col)
 {
     free(((plan *)col)->xq);

@@ -448,7 +448,8 @@ static tm_status run(job *j, tm_error *err)
     char *origin_line = NULL;
     tm_status st = tm__hf_auth(&auth, &origin_line, err);
     if (st == TM_OK)
-        st = tm__http_open(&j->src, j->show_url, origin_line ? &auth : NULL, &budget, err);
+        st = tm__http_open(&j->src, j->url, j->show_url, origin_line ? &auth : NULL, &budget,
+                           err);
     free(origin_line);
     if (st != TM_OK) {
         free(j->src.path);

@@ -16,7 +16,7 @@ static const char *endpoint(void)
 
 /* hf:OWNER/REPO/FILE[@REVISION] -> $HF_ENDPOINT/OWNER/REPO/resolve/REVISION/FILE (REVISION
  * percent-encoded whole, as the Hub does for refs/pr/1; FILE keeps its slashes). */
-static char *append_encoded(char *o, const char *s, size_t n, bool keep_slash)
+char *tm__percent_encode(char *o, const char *s, size_t n, bool keep_slash)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (size_t i = 0; i < n; i++) {
@@ -69,11 +69,11 @@ tm_status tm__hf_resolve(const char *spec, char **out, tm_error *err)
     char *o = url + ep_len;
     memcpy(url, ep, ep_len);
     *o++ = '/';
-    o = append_encoded(o, n.owner, (size_t)(n.repo + n.repo_len - n.owner), true);
+    o = tm__percent_encode(o, n.owner, (size_t)(n.repo + n.repo_len - n.owner), true);
     memcpy(o, "/resolve/", 9);
-    o = append_encoded(o + 9, n.rev, n.rev_len, false);
+    o = tm__percent_encode(o + 9, n.rev, n.rev_len, false);
     *o++ = '/';
-    o = append_encoded(o, n.file, n.file_len, true);
+    o = tm__percent_encode(o, n.file, n.file_len, true);
     *o = '\0';
     *out = url;
     return TM_OK;
@@ -82,7 +82,7 @@ tm_status tm__hf_resolve(const char *spec, char **out, tm_error *err)
 tm_status tm__hf_auth(tm__http_auth *auth, char **line, tm_error *err)
 {
     const char *token = getenv("HF_TOKEN");
-    *auth = (tm__http_auth){NULL, NULL};
+    *auth = (tm__http_auth){0};
     *line = NULL;
     if (!token || !*token)
         return TM_OK;
@@ -90,6 +90,6 @@ tm_status tm__hf_auth(tm__http_auth *auth, char **line, tm_error *err)
     if (!(*line = malloc(cap)))
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     snprintf(*line, cap, "Authorization: Bearer %s", token);
-    *auth = (tm__http_auth){*line, endpoint()};
+    *auth = (tm__http_auth){.origin = endpoint(), .header = *line};
     return TM_OK;
 }

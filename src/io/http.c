@@ -12,10 +12,10 @@
 
 bool tm_remote_supported(void) { return false; }
 
-tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
+tm_status tm__http_open(tm__source *s, const char *url, bool show_url, const tm__http_auth *auth,
                         tm__head_budget *budget, tm_error *err)
 {
-    (void)s, (void)show_url, (void)auth, (void)budget;
+    (void)s, (void)url, (void)show_url, (void)auth, (void)budget;
     return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET,
                     "this tensormap was built without libcurl, so it cannot read URLs "
                     "(install libcurl4-openssl-dev and rebuild)");
@@ -51,6 +51,10 @@ typedef struct remote {
     char *target;                /* where range requests go: the URL after its redirects */
     char *auth_origin;           /* "scheme://host:port" auth is for, or NULL */
     struct curl_slist *auth;     /* the caller's header ("Authorization: Bearer ..."), or NULL */
+    char *sigv4, *key, *secret;  /* Signature V4's provider and key pair, or NULL */
+    bool no_redirects;
+    bool (*explain)(const char *, long, const uint8_t *, size_t, char *, size_t);
+    char *explain_arg;
     char etag[256];              /* the first response's ETag ("" when none) */
     char modified[128];          /* and Last-Modified */
     bool ranges;                 /* the server answered a range with 206 */
@@ -73,7 +77,13 @@ bool tm_remote_supported(void) { return true; }
 
 /* ---- one response ------------------------------------------------------------------------ */
 
+/* What of an error's body is kept for the caller's explain (an S3 error's XML is shorter). */
+#define ERROR_BODY 2048
+
 typedef struct transfer {
+    long status;             /* the last response's, from its status line */
+    char error_body[ERROR_BODY]; /* the start of a body that is not the file's (status >= 300) */
+    size_t error_len;
     uint8_t *dst;
     uint64_t want, got;      /* the body goes to dst, at most want bytes */
     bool stopped;            /* the body went on past want and was cut off on purpose */
@@ -89,6 +99,12 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
     transfer *t = arg;
     const size_t bytes = size * n;
+    if (t->status >= 300) { /* not the file's bytes: kept apart, as far as they fit */
+        const size_t keep = bytes < ERROR_BODY - t->error_len ? bytes : ERROR_BODY - t->error_len;
+        memcpy(t->error_body + t->error_len, p, keep);
+        t->error_len += keep;
+        return bytes;
+    }
     const uint64_t room = t->want - t->got;
     const size_t take = bytes < room ? bytes : (size_t)room;
     memcpy(t->dst + t->got, p, take);
@@ -123,6 +139,9 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new response: forget the last one's */
         t->headers_done = t->has_range = t->has_total = false;
         t->etag[0] = t->modified[0] = '\0';
+        t->error_len = 0;
+        const char *sp = memchr(p, ' ', len);
+        t->status = sp && (size_t)(sp - p) + 4 <= len ? strtol(sp + 1, NULL, 10) : 0;
     } else if ((len == 2 && p[0] == '\r' && p[1] == '\n') || (len == 1 && p[0] == '\n')) {
         t->headers_done = true;
     } else if (header_value(p, len, "content-range", v, sizeof v)) {
@@ -155,7 +174,6 @@ static CURL *new_easy(void)
     CURL *e = curl_easy_init();
     if (!e)
         return NULL;
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L); /* hubs redirect to a CDN */
     curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
 #if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -276,11 +294,16 @@ static tm_status transport_fail(const remote *r, CURLcode rc, const transfer *t,
     return tm__fail(err, TM_IO, TM_NO_OFFSET, "%s%s%s%s", r->shown, what, detail, tries);
 }
 
-static tm_status status_fail(const remote *r, long code, int attempts, tm_error *err)
+static tm_status status_fail(const remote *r, long code, const transfer *t, int attempts,
+                             tm_error *err)
 {
-    char tries[48] = "";
+    char tries[48] = "", said[512];
     if (attempts > 1)
         snprintf(tries, sizeof tries, " (after %d attempts)", attempts);
+    if (r->explain && r->explain(r->explain_arg, code, (const uint8_t *)t->error_body,
+                                 t->error_len, said, sizeof said))
+        return tm__fail(err, code == 404 || code == 410 ? TM_NOT_FOUND : TM_IO, TM_NO_OFFSET,
+                        "%sHTTP %ld: %s%s", r->shown, code, said, tries);
     if (code == 404 || code == 410)
         return tm__fail(err, TM_NOT_FOUND, TM_NO_OFFSET, "%sHTTP %ld: no such file on the server",
                         r->shown, code);
@@ -321,8 +344,9 @@ static tm_status get(const remote *r, exchange *x, const char *url, uint64_t off
     CURL *e = x->e;
     char range[64];
     snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, (uint64_t)off, (uint64_t)(off + len - 1));
-    /* the token goes to its own origin only (libcurl keeps it from a redirect's other host) */
-    const bool auth = r->auth && same_origin(url, r->auth_origin);
+    /* the token and the key pair go to their own origin only (libcurl keeps them from a
+     * redirect's other host; a signed request follows none) */
+    const bool auth = r->auth_origin && same_origin(url, r->auth_origin);
     for (int attempt = 0;; attempt++) {
         const uint64_t left = time_left(x);
         if (left == 0)
@@ -332,7 +356,13 @@ static tm_status get(const remote *r, exchange *x, const char *url, uint64_t off
         t->want = len;
         curl_easy_setopt(e, CURLOPT_URL, url);
         curl_easy_setopt(e, CURLOPT_RANGE, range);
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, r->no_redirects ? 0L : 1L);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, auth ? r->auth : NULL);
+        if (r->sigv4) {
+            curl_easy_setopt(e, CURLOPT_AWS_SIGV4, auth ? r->sigv4 : NULL);
+            curl_easy_setopt(e, CURLOPT_USERNAME, auth ? r->key : NULL);
+            curl_easy_setopt(e, CURLOPT_PASSWORD, auth ? r->secret : NULL);
+        }
         curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
@@ -359,7 +389,7 @@ static tm_status get(const remote *r, exchange *x, const char *url, uint64_t off
         if (rc != CURLE_OK)
             return transport_fail(r, rc, t, attempt + 1, err);
         if (*code != 200 && *code != 206 && *code != 416)
-            return status_fail(r, *code, attempt + 1, err);
+            return status_fail(r, *code, t, attempt + 1, err);
         return TM_OK;
     }
 }
@@ -544,16 +574,30 @@ static tm_status http_read(const tm__source *s, uint64_t offset, uint64_t len, v
 
 /* ---- the head ------------------------------------------------------------------------------ */
 
-/* The caller's header, for the scheme, host and port of its origin. */
+static bool dup_or_null(char **to, const char *from) { return !from || (*to = strdup(from)); }
+
+/* The caller's header and key pair, for the scheme, host and port of its origin. A request
+ * signed with Signature V4 carries the hash of its body, which for a GET is empty: S3 wants it
+ * as a header (x-amz-content-sha256) of its own, and libcurl signs it along. */
 static tm_status set_auth(remote *r, const tm__http_auth *auth, tm_error *err)
 {
     if (!auth)
         return TM_OK;
+    static const char empty_sha256[] =
+        "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    r->no_redirects = auth->no_redirects;
+    r->explain = auth->explain;
     r->auth_origin = url_origin(auth->origin);
-    r->auth = curl_slist_append(NULL, auth->header);
-    if (!r->auth_origin || !r->auth)
-        return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
-    return TM_OK;
+    bool ok = r->auth_origin && dup_or_null(&r->sigv4, auth->sigv4) &&
+              dup_or_null(&r->key, auth->key) && dup_or_null(&r->secret, auth->secret) &&
+              dup_or_null(&r->explain_arg, auth->explain_arg);
+    const char *const lines[] = {auth->header, auth->sigv4 ? empty_sha256 : NULL};
+    for (size_t i = 0; ok && i < 2; i++) {
+        struct curl_slist *more = lines[i] ? curl_slist_append(r->auth, lines[i]) : r->auth;
+        ok = more || !lines[i];
+        r->auth = more ? more : r->auth; /* a failed append leaves the list as it was */
+    }
+    return ok ? TM_OK : tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
 }
 
 /* What is left of TM_HTTP_HEAD_LIMIT for the files of this model. */
@@ -694,6 +738,12 @@ static void http_close(tm__source *s)
         if (r->easy[i])
             curl_easy_cleanup(r->easy[i]);
     curl_slist_free_all(r->auth);
+    if (r->secret)
+        explicit_bzero(r->secret, strlen(r->secret));
+    free(r->sigv4);
+    free(r->key);
+    free(r->secret);
+    free(r->explain_arg);
     pthread_mutex_destroy(&r->lock);
     free(r->head);
     free(r->target);
@@ -736,7 +786,7 @@ const char *tm__http_validator(const tm__source *s)
 static const tm__source_ops http_ops = {
     .need = http_need, .read = http_read, .close = http_close, .fetched = http_fetched};
 
-tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
+tm_status tm__http_open(tm__source *s, const char *url, bool show_url, const tm__http_auth *auth,
                         tm__head_budget *budget, tm_error *err)
 {
     pthread_once(&curl_once, init_curl);
@@ -757,7 +807,7 @@ tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
     r->timeout_ms = timeout_s > UINT64_MAX / 1000 ? 0 : timeout_s * 1000; /* absurd: none */
     char shown[300] = "";
     if (show_url) {
-        tm__quote(shown, sizeof shown - 2, s->path, strlen(s->path));
+        tm__quote(shown, sizeof shown - 2, url, strlen(url));
         strcat(shown, ": ");
     }
     tm_status st = (r->shown = strdup(shown)) ? TM_OK
@@ -775,7 +825,7 @@ tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
             "a first request of %" PRIu64 "; download the model, or raise the limit",
             r->shown, (uint64_t)head_left(r), (uint64_t)r->head_limit, (uint64_t)first);
     if (st == TM_OK)
-        st = fetch_first(s, s->path, first, err);
+        st = fetch_first(s, url, first, err);
     r->budget->spent += r->bytes;
     if (r->budget->files_to_open)
         r->budget->files_to_open--;

@@ -61,7 +61,43 @@ static void close_heap(tm__source *s) { free((void *)(uintptr_t)s->base); }
 
 static void close_borrowed(tm__source *s) { (void)s; }
 
-static const tm__source_ops mapped_ops = {.close = close_mapped, .reopen = reopen_file};
+/* ---- asking for pages ahead (tm_prefetch) ------------------------------------------------ */
+
+/* posix_fadvise(WILLNEED) on fd: the kernel starts reading the range into the page cache. */
+static void fadvise_willneed(int fd, uint64_t offset, uint64_t len)
+{
+    (void)posix_fadvise(fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+/* A mapped file: madvise on the pages of the range, or posix_fadvise on a new descriptor of the
+ * file (the mapping kept none) while it is still the file mapped. */
+static bool advise_mapped(const tm__source *s, uint64_t offset, uint64_t len, tm__advice how)
+{
+    if (how == TM__ADVISE_FADVISE) {
+        const int fd = reopen_file(s);
+        if (fd < 0)
+            return false;
+        fadvise_willneed(fd, offset, len);
+        close(fd);
+        return true;
+    }
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t start = (uintptr_t)(s->base + offset), first = start & ~(page - 1);
+    (void)madvise((void *)first, (size_t)(start - first + len), MADV_WILLNEED);
+    return true;
+}
+
+/* A file read as needed keeps its descriptor: posix_fadvise on it, whatever how says. */
+static bool advise_later(const tm__source *s, uint64_t offset, uint64_t len, tm__advice how)
+{
+    (void)how;
+    const local_file *lf = s->impl;
+    fadvise_willneed(lf->fd, offset, len);
+    return true;
+}
+
+static const tm__source_ops mapped_ops = {.close = close_mapped, .reopen = reopen_file,
+                                          .advise = advise_mapped};
 static const tm__source_ops heap_ops = {.close = close_heap};
 static const tm__source_ops borrowed_ops = {.close = close_borrowed};
 
@@ -225,7 +261,8 @@ static void close_later(tm__source *s)
 }
 
 static const tm__source_ops later_ops = {.need = need_later, .read = read_later,
-                                         .close = close_later, .reopen = reopen_file};
+                                         .close = close_later, .reopen = reopen_file,
+                                         .advise = advise_later};
 
 static local_file *new_local_file(const struct stat *sb, int fd, tm_error *err)
 {

@@ -23,6 +23,9 @@ struct tm__source_ops {
     /* A new descriptor of path while it is still the file opened (tm__source_reopen); NULL
      * when the backend has no file to compare with. */
     int (*reopen)(const tm__source *s);
+    /* Ask the kernel to read bytes [offset, offset + len) in ahead (tm__source_advise); NULL
+     * for a backend with nothing to ask for. */
+    bool (*advise)(const tm__source *s, uint64_t offset, uint64_t len, tm__advice how);
 };
 
 /* Each opener is given s with path set (source.c owns it) and sets everything else. On
@@ -33,15 +36,25 @@ tm_status tm__local_open(tm__source *s, const tm__source_opts *o, tm_error *err)
 /* local.c: a caller's buffer, borrowed. */
 void tm__local_borrow(tm__source *s, const void *buf, uint64_t len);
 
-/* http.c: the URL at s->path. Messages start with that URL when show_url (the caller names
- * the path it was given, which for hf: is not the URL). auth, when not NULL, is a request
- * header and the URL of the server it is for. The head's bytes count into budget (NULL: the
+/* http.c: the file at url (s->path is what the caller named: a sibling is found beside it).
+ * Messages start with url when show_url (the caller names the path it was given, which for
+ * hf: and s3: is not the URL). auth, when not NULL, says how requests to one server are
+ * authenticated and how its refusals read. The head's bytes count into budget (NULL: the
  * file's own). */
 typedef struct tm__http_auth {
-    const char *header; /* "Authorization: Bearer ..." */
-    const char *origin; /* sent only to requests for this URL's scheme, host and port */
+    const char *origin;     /* auth goes only to requests for this URL's scheme, host and port */
+    const char *header;     /* a request header ("Authorization: Bearer ..."), or NULL */
+    /* Signature V4 (libcurl's CURLOPT_AWS_SIGV4): the provider ("aws:amz:REGION:s3") and the
+     * key pair, or all NULL */
+    const char *sigv4, *key, *secret;
+    bool no_redirects;      /* a redirect is an answer (a signed request is not re-signed) */
+    /* A refusal in the server's words (its status, its error body) into out; false when it has
+     * none. explain_arg (copied) is passed along. */
+    bool (*explain)(const char *explain_arg, long code, const uint8_t *body, size_t len,
+                    char *out, size_t cap);
+    const char *explain_arg;
 } tm__http_auth;
-tm_status tm__http_open(tm__source *s, bool show_url, const tm__http_auth *auth,
+tm_status tm__http_open(tm__source *s, const char *url, bool show_url, const tm__http_auth *auth,
                         tm__head_budget *budget, tm_error *err);
 
 #ifdef TM_HAVE_CURL
@@ -91,5 +104,27 @@ tm_status tm__hf_snapshot_path(const char *repo_dir, const char *commit, const t
  * (TM_OK: ask the Hub). Under HF_HUB_OFFLINE a file not cached is TM_NOT_FOUND, naming where
  * it was looked for; a ref file that holds no commit hash is TM_IO. */
 tm_status tm__hf_cached(const char *spec, char **path, tm_error *err);
+
+/* hf.c: bytes [s, s + n) percent-encoded at o (3 * n bytes at most), '/' kept when
+ * keep_slash; returns the end. */
+char *tm__percent_encode(char *o, const char *s, size_t n, bool keep_slash);
+
+/* s3.c: what s3://BUCKET/KEY resolves to. */
+typedef struct tm__s3 {
+    char *url;           /* where the object is */
+    char *sigv4;         /* "aws:amz:REGION:s3" */
+    char *key, *secret;  /* the key pair, both NULL when none is set (unsigned requests) */
+    char *token;         /* AWS_SESSION_TOKEN or the profile's, or NULL */
+    char *credentials;   /* where the key pair came from, for messages (never the secret) */
+    char *region;        /* the profile's region, when it set the region */
+} tm__s3;
+/* s3.c: spec ("s3://...") resolved with the environment's and the profile's settings into
+ * *out (tm__s3_free releases it, on failure too). */
+tm_status tm__s3_resolve(const char *spec, tm__s3 *out, tm_error *err);
+void tm__s3_free(tm__s3 *s3);
+/* s3.c: an S3 refusal (tm__http_auth.explain), naming what to check; credentials is
+ * tm__s3.credentials. */
+bool tm__s3_explain(const char *credentials, long code, const uint8_t *body, size_t len,
+                    char *out, size_t cap);
 
 #endif /* TM_IO_SOURCE_H */

@@ -37,8 +37,9 @@ tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, voi
         return tm__fail(err, TM_INVALID_ARG, t->info_offset, "tensor %s has no data", name);
     const tm_layout *l = tm_shard_layout(t->file, t->shard);
     tm_error inner = {0};
-    st = tm__source_read(&t->file->maps[t->shard], l->data_start + t->offset + offset, len,
-                         buf, &inner);
+    /* from what tm_prefetch fetched ahead, where it did */
+    st = tm__readahead_read(t->file, t->shard, l->data_start + t->offset + offset, len, buf,
+                            &inner);
     if (st != TM_OK)
         tm__fail(err, st, inner.offset, "tensor %s: %s", name, inner.message);
     return st;

@@ -84,7 +84,7 @@ tm_status tm_kv_elem(const tm_kv *kv, uint64_t i, tm_value *out)
 tm_status tm_kv_get_uint(const tm_kv *kv, uint64_t *out)
 {
     tm_value v;
-    tm_status st = tm_kv_value(kv, &v);
+    tm_status st = tm_kv_value(kv, out ? &v : NULL);
     if (st != TM_OK)
         return st;
     switch (v.type) {
@@ -110,7 +110,7 @@ tm_status tm_kv_get_uint(const tm_kv *kv, uint64_t *out)
 tm_status tm_kv_get_float(const tm_kv *kv, double *out)
 {
     tm_value v;
-    tm_status st = tm_kv_value(kv, &v);
+    tm_status st = tm_kv_value(kv, out ? &v : NULL);
     if (st != TM_OK)
         return st;
     if (v.type != TM_V_F32 && v.type != TM_V_F64)
@@ -122,7 +122,7 @@ tm_status tm_kv_get_float(const tm_kv *kv, double *out)
 tm_status tm_kv_get_str(const tm_kv *kv, tm_str *out)
 {
     tm_value v;
-    tm_status st = tm_kv_value(kv, &v);
+    tm_status st = tm_kv_value(kv, out ? &v : NULL);
     if (st != TM_OK)
         return st;
     if (v.type != TM_V_STRING)
@@ -145,7 +145,7 @@ tm_status tm_kv_strings(const tm_kv *kv, tm_str_iter *it)
  * even if the mapped file was rewritten after tm_open. */
 bool tm_str_next(tm_str_iter *it, tm_str *out)
 {
-    if (!it || it->left == 0 || (uint64_t)(it->end - it->p) < 8)
+    if (!it || !out || it->left == 0 || (uint64_t)(it->end - it->p) < 8)
         return false;
     const uint64_t len = tm__load_le(it->p, 8);
     if (len > (uint64_t)(it->end - it->p) - 8)

@@ -66,7 +66,9 @@ static tm_file *new_file(tm_error *err)
     tm_file *f = calloc(1, sizeof *f);
     if (f)
         f->maps = calloc(1, sizeof *f->maps);
-    if (!f || !f->maps) {
+    if (!f || !f->maps || tm__readahead_new(f, err) != TM_OK) {
+        if (f)
+            free(f->maps);
         free(f);
         tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
         return NULL;
@@ -133,6 +135,7 @@ void tm_close(tm_file *f)
 {
     if (!f)
         return;
+    tm__readahead_free(f->readahead); /* first: its thread reads the maps */
     if (f->free_owned)
         f->free_owned(f->owned);
     tm__hash_free(&f->kv_index);

@@ -26,8 +26,17 @@ struct tm_st_writer {
     tm_outfile *out;         /* between tm_st_writer_begin and the end */
 };
 
+/* Every call that returns a status refuses a NULL writer (and NULL strings or arrays it needs)
+ * with TM_INVALID_ARG naming the call, as the GGUF writer does. */
+static tm_status null_arg(tm_error *err, const char *fn, const char *what)
+{
+    return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "%s: %s is NULL", fn, what);
+}
+
 tm_status tm_st_writer_new(tm_st_writer **out, tm_error *err)
 {
+    if (!out)
+        return null_arg(err, __func__, "out");
     *out = NULL;
     tm_st_writer *w = calloc(1, sizeof *w);
     if (!w || !(w->header = json_object())) {
@@ -69,6 +78,8 @@ static tm_status check_declaring(const tm_st_writer *w, const char *what, const 
 
 tm_status tm_st_writer_meta(tm_st_writer *w, const char *key, const char *value, tm_error *err)
 {
+    if (!w || !key)
+        return null_arg(err, __func__, w ? "the key" : "the writer");
     tm_status st = check_declaring(w, "metadata key", key, err);
     if (st != TM_OK)
         return st;
@@ -95,6 +106,8 @@ tm_status tm_st_writer_meta(tm_st_writer *w, const char *key, const char *value,
 tm_status tm_st_writer_tensor(tm_st_writer *w, const char *name, tm_type dtype, uint32_t n_dims,
                               const uint64_t *shape, tm_error *err)
 {
+    if (!w || !name || (n_dims > 0 && !shape))
+        return null_arg(err, __func__, !w ? "the writer" : !name ? "the name" : "the shape");
     tm_status st = check_declaring(w, "tensor", name, err);
     if (st != TM_OK)
         return st;
@@ -133,11 +146,11 @@ tm_status tm_st_writer_tensor(tm_st_writer *w, const char *name, tm_type dtype, 
     return TM_OK;
 }
 
-uint64_t tm_st_writer_data_size(const tm_st_writer *w) { return w->data_size; }
+uint64_t tm_st_writer_data_size(const tm_st_writer *w) { return w ? w->data_size : 0; }
 
 const char *tm_st_writer_temp_path(const tm_st_writer *w)
 {
-    return w->out ? tm_outfile_temp_path(w->out) : NULL;
+    return w && w->out ? tm_outfile_temp_path(w->out) : NULL;
 }
 
 static tm_status write_all(tm_st_writer *w, const uint8_t *p, size_t n, tm_error *err)
@@ -158,6 +171,8 @@ static tm_status write_all(tm_st_writer *w, const uint8_t *p, size_t n, tm_error
 
 tm_status tm_st_writer_begin(tm_st_writer *w, const char *path, tm_error *err)
 {
+    if (!w || !path)
+        return null_arg(err, __func__, w ? "the path" : "the writer");
     if (w->out)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_st_writer_begin called twice");
     char *json = json_dumps(w->header, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -183,6 +198,8 @@ tm_status tm_st_writer_begin(tm_st_writer *w, const char *path, tm_error *err)
 
 tm_status tm_st_writer_write(tm_st_writer *w, const void *bytes, size_t n, tm_error *err)
 {
+    if (!w || (n > 0 && !bytes))
+        return null_arg(err, __func__, w ? "bytes" : "the writer");
     if (!w->out)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
                         "tm_st_writer_write before tm_st_writer_begin");
@@ -199,6 +216,8 @@ tm_status tm_st_writer_write(tm_st_writer *w, const void *bytes, size_t n, tm_er
 tm_status tm_st_writer_finish(tm_st_writer *w, tm_error *err)
 {
     tm_status st;
+    if (!w)
+        return null_arg(err, __func__, "the writer");
     if (!w->out)
         st = tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
                       "tm_st_writer_finish before tm_st_writer_begin");

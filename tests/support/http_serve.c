@@ -56,6 +56,14 @@ char *server_try_start(server *s, const char *root, const char *name, const char
     snprintf(s->log, sizeof s->log, "%s/%s.log", test_dir(), name);
     snprintf(s->out, sizeof s->out, "%s/%s.out", test_dir(), name);
     s->tls = cert != NULL;
+    const char *argv[] = {"python3", script, "--root", root, "--port-file", port_file, "--log",
+                          s->log, cert ? "--tls" : NULL, cert, key, NULL};
+    return server_spawn(s, "/usr/bin/python3", argv, port_file);
+}
+
+char *server_spawn(server *s, const char *program, const char *const argv[],
+                   const char *port_file)
+{
     fflush(NULL);
     pid_t pid = fork();
     if (pid == -1)
@@ -65,12 +73,13 @@ char *server_try_start(server *s, const char *root, const char *name, const char
         int in = open("/dev/null", O_RDONLY);
         if (out < 0 || in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
             _exit(127);
-        if (cert)
-            execl("/usr/bin/python3", "python3", script, "--root", root, "--port-file", port_file,
-                  "--log", s->log, "--tls", cert, key, (char *)NULL);
-        else
-            execl("/usr/bin/python3", "python3", script, "--root", root, "--port-file", port_file,
-                  "--log", s->log, (char *)NULL);
+        char *args[16]; /* execv's type for argv: the same pointers, copied */
+        size_t n = 0;
+        while (argv[n] && n + 1 < sizeof args / sizeof args[0])
+            n++;
+        memcpy(args, argv, n * sizeof *args);
+        args[n] = NULL;
+        execv(program, args);
         _exit(127);
     }
     s->pid = pid;
@@ -179,22 +188,49 @@ void clean_environment(void)
 }
 
 
-void server_quiet(const server *s)
+void server_request(const server *s, const char *request, char *buf, size_t cap)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     cr_assert_geq(fd, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
-    static const char req[] = "GET /_quiet HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    cr_assert_eq(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
-    char buf[512];
+    cr_assert_eq(write(fd, request, strlen(request)), (ssize_t)strlen(request));
     size_t n = 0;
-    for (ssize_t got; n < sizeof buf - 1 && (got = read(fd, buf + n, sizeof buf - 1 - n)) > 0;)
+    for (ssize_t got; n < cap - 1 && (got = read(fd, buf + n, cap - 1 - n)) > 0;)
         n += (size_t)got;
     buf[n] = '\0';
     close(fd);
+}
+
+void server_quiet(const server *s)
+{
+    char buf[512];
+    server_request(s, "GET /_quiet HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", buf, sizeof buf);
     cr_assert(strstr(buf, " 200 ") && strstr(buf, "quiet"), "the server stayed busy: %s", buf);
+}
+
+void preload_resolve_shim(void)
+{
+    const char *shim = getenv("TM_RESOLVE_SHIM");
+    cr_assert_not_null(shim, "TM_RESOLVE_SHIM is not set (run the tests through make)");
+    /* without the shim the tool would ask a real resolver: never run it then */
+    cr_assert_eq(access(shim, R_OK), 0, "the shim %s is missing (make builds it)", shim);
+    /* a libcurl that resolves with c-ares never calls getaddrinfo: the shim could not stop it */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ldd '%s' 2>&1", getenv("TM_TOOL"));
+    int st;
+    char *libs = shell_output(cmd, &st);
+    const bool cares = strstr(libs, "libcares") != NULL;
+    free(libs);
+    if (cares)
+        cr_skip_test("libcurl resolves host names with c-ares here, past the getaddrinfo shim: "
+                     "not run, so that no name is looked up off the machine");
+    char asan[512];
+    snprintf(asan, sizeof asan, "%s:verify_asan_link_order=0",
+             getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "");
+    setenv("ASAN_OPTIONS", asan, 1);
+    setenv("LD_PRELOAD", shim, 1);
 }
 
 size_t server_log_mark(const server *s)

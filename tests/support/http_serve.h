@@ -21,6 +21,10 @@ typedef struct server {
  * the server stopped. */
 char *server_try_start(server *s, const char *root, const char *name, const char *cert,
                        const char *key);
+/* Run program with argv (NULL-terminated), its output into s->out, and wait (at most 15 s) for
+ * the port it writes into port_file: server_try_start's part for any server. */
+char *server_spawn(server *s, const char *program, const char *const argv[],
+                   const char *port_file);
 void server_stop(server *s);
 /* A remote suite's .init and .fini: the environment cleaned (clean_environment), root made as
  * TEST_DIR/root, the server started on it; on failure the test directory is removed
@@ -56,6 +60,12 @@ void sleep_ms(long ms);
 /* Wait until the (plain HTTP) server has no request in progress: a request the tool gave up on
  * may still be writing, and its log line comes when it ends. */
 void server_quiet(const server *s);
+/* Send request (a whole HTTP/1.0 request) to s on 127.0.0.1 and read its answer into buf
+ * (NUL-terminated, at most cap - 1 bytes). */
+void server_request(const server *s, const char *request, char *buf, size_t cap);
+/* Put the resolver shim (TM_RESOLVE_SHIM: getaddrinfo knows only localhost) in LD_PRELOAD for
+ * the tool run next; the test is skipped, saying why, when libcurl resolves past it (c-ares). */
+void preload_resolve_shim(void);
 /* Where the server's log ends now, once quiet: what a command does next is logged after it. */
 size_t server_log_mark(const server *s);
 /* The body bytes the server wrote, and the requests it answered, since mark (once quiet). */

@@ -135,6 +135,11 @@ bool cli_align_up(uint64_t n, uint64_t a, uint64_t *out);
 typedef int (*cli_chunk_fn)(const float *v, size_t n, void *ctx);
 int cli_decode_chunks(const tm_tensor *t, uint64_t first, uint64_t n, float *buf, size_t chunk,
                       cli_chunk_fn fn, void *ctx, tm_error *err);
+/* Ask the library to read t ahead (tm_prefetch), whole, while the tensor before it is decoded:
+ * for the commands that read tensor after tensor. Only a tensor with a decoder, which those
+ * commands read whole, so that nothing is fetched that would not have been. NULL does nothing,
+ * and a plan refused is no error: the read then says what is wrong. */
+void cli_prefetch(const tm_tensor *t);
 /* A chunk size in elements for t: about 1 Mi floats (16 Mi for a remote file's tensor, whose
  * chunk is one fetch), a whole number of blocks. */
 size_t cli_chunk_elems(const tm_tensor *t);

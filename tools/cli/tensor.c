@@ -139,6 +139,14 @@ bool cli_align_up(uint64_t n, uint64_t a, uint64_t *out)
     return true;
 }
 
+void cli_prefetch(const tm_tensor *t)
+{
+    if (!t || !tm_type_can_dequant(t->type))
+        return;
+    const tm_prefetch_range whole = {t, 0, TM_PREFETCH_TO_END};
+    (void)tm_prefetch(t->file, &whole, 1, NULL, NULL);
+}
+
 size_t cli_chunk_elems(const tm_tensor *t)
 {
     size_t block = tm_type_block_elems(t->type);

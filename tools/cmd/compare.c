@@ -259,6 +259,17 @@ static bool wide_values(const tm_tensor *t, uint64_t e0, uint64_t len, long doub
     return true;
 }
 
+/* The next pair's tensors on their way while this pair is compared: when compare_pair will
+ * decode them (the same shape, both with a decoder), and so read them whole. */
+static void prefetch_pair(const pair *p)
+{
+    if (memcmp(p->a->ne, p->b->ne, sizeof p->a->ne) != 0 ||
+        !tm_type_can_dequant(p->a->type) || !tm_type_can_dequant(p->b->type))
+        return;
+    cli_prefetch(p->a);
+    cli_prefetch(p->b);
+}
+
 static enum status compare_pair(const pair *p, bufs *bf, double tol, stats *s)
 {
     const tm_tensor *a = p->a, *b = p->b;
@@ -728,6 +739,8 @@ static int run(int argc, char **argv)
     cli_progress_start(&pr, "compare", "pairs", pl.n_pairs);
     for (size_t i = 0; i < pl.n_pairs; i++) {
         stats s;
+        if (i + 1 < pl.n_pairs)
+            prefetch_pair(&pl.pairs[i + 1]);
         enum status st = compare_pair(&pl.pairs[i], &bf, tol, &s);
         cli_progress_add(&pr, 1);
         cli_progress_end(&pr); /* wiped before a line is printed; drawn again after it */

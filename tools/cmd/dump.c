@@ -294,6 +294,7 @@ static int dump_all(const tm_file *f, format fmt, const char *dir)
     for (uint64_t i = 0; i < tm_n_tensors(f); i++) {
         const tm_tensor *t = tm_tensor_at(f, i);
         cli_progress_add(&pr, i > 0);
+        cli_prefetch(tm_tensor_at(f, i + 1)); /* on its way while this one is written */
         if (!tm_type_can_dequant(t->type)) {
             const char *tn = tm_type_name(t->type);
             char nm[256];

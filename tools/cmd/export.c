@@ -327,9 +327,15 @@ static tm_status write_shard(const tm_file *f, const plan *p, uint32_t shard, co
     }
     if (cli_output_st_begin(w, path, &guard, err) != TM_OK)
         goto fail;
-    for (size_t i = 0; i < p->n; i++)
-        if (p->items[i].shard == shard && write_item(p, &p->items[i], b, w, err) != TM_OK)
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->items[i].shard != shard)
+            continue;
+        /* the next tensor written (the items of a shard are consecutive) is on its way */
+        if (i + 1 < p->n && p->items[i + 1].shard == shard)
+            cli_prefetch(p->items[i + 1].t);
+        if (write_item(p, &p->items[i], b, w, err) != TM_OK)
             goto fail;
+    }
     return cli_output_st_finish(w, guard, err);
 fail:
     tm_st_writer_free(w);

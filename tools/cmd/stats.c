@@ -356,6 +356,8 @@ static int run(int argc, char **argv)
         const tm_tensor *t = n_want ? tm_tensor_find(f, want[i]) : tm_tensor_at(f, i);
         summary s;
         tm_error err = {0};
+        if (!n_want)
+            cli_prefetch(tm_tensor_at(f, i + 1)); /* on its way while this one is summarised */
         bool ok = summarise(t, &b, &s, &err);
         /* a type without a decoder is a finding about that line; anything else (a path that
          * cannot run, a named tensor that cannot be decoded) fails the command */

@@ -1,0 +1,360 @@
+/* AVX2 TM_MATVEC_Q8 kernels for tm_matmul: one row of W against TM__MM_COLS columns of x at
+ * once, for q8_0, q4_0, q4_K, q6_K (the 1-column kernels of matvec_avx2.c) and q5_K, iq4_xs,
+ * mxfp4, q4_1, iq4_nl (those of matvec_avx2_q8.c). Built with their own -m flags; only the table is exported.
+ *
+ * Each kernel walks the row's blocks once: a block's codes (nibbles split, fifth bits merged,
+ * table values looked up, sign taken for maddubs) and its scales are formed once, then dotted
+ * with every column's x block. Per column the float operations are the 1-column kernel's, in its
+ * order and in the same lanes (one float multiply-add per block into eight lanes and the same
+ * horizontal sum for q8_0, q4_0, q4_K, q6_K; eight float lanes per block into double for q4_1,
+ * iq4_nl; the block's exact integer sum scaled into a double for q5_K, iq4_xs, mxfp4); the integer sums are exact, so their order is free. So y[c] is that
+ * kernel's result for column c bit for bit, which tests/test_matmul.c checks against tm_matvec
+ * on every golden row and on random blocks. Loads are unaligned and never leave the row. */
+#include "../blocks.h"
+#include "../kernels.h"
+#include "../quant_tables.h"
+
+#include <immintrin.h>
+
+#define COLS TM__MM_COLS
+
+static float half(const uint8_t *p) { return _cvtsh_ss(tm__rd16(p)); }
+static __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
+static __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+/* the 1-column kernels' float horizontal sum, operation for operation */
+static float hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+/* an integer sum is exact in any order */
+static int32_t hsum_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1))));
+}
+
+/* A block's signed codes c for the sign trick (maddubs wants one unsigned operand): |c| once,
+ * then per column x with c's signs: sum c x in int32 lanes. */
+typedef struct signed_codes {
+    __m256i abs, sign;
+} signed_codes;
+
+static signed_codes with_signs(__m256i c) { return (signed_codes){ _mm256_sign_epi8(c, c), c }; }
+
+static __m256i pairs_s(signed_codes c, __m256i x)
+{
+    return _mm256_maddubs_epi16(c.abs, _mm256_sign_epi8(x, c.sign));
+}
+
+static __m256i dot_s(signed_codes c, __m256i x)
+{
+    return _mm256_madd_epi16(pairs_s(c, x), _mm256_set1_epi16(1));
+}
+
+/* the 16 bytes at p as 32 nibbles: low ones in bytes 0..15, high ones in 16..31 */
+static __m256i nibbles(const uint8_t *p)
+{
+    const __m128i q = ld128(p), m4 = _mm_set1_epi8(15);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+}
+
+/* table values of the nibbles at p (vpshufb with the 16-entry int8 table in both lanes) */
+static __m256i looked_up(const int8_t table[16], const uint8_t *p)
+{
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(ld128(table)), nibbles(p));
+}
+
+/* the int16 scale k (of 8, in each 128-bit lane of s) in every lane */
+static __m256i scale_k(__m256i s, int k)
+{
+    return _mm256_shuffle_epi8(s, _mm256_set1_epi16((short)(0x0100 + 0x0202 * k)));
+}
+
+/* ---- 32-element blocks, one float multiply-add per block (q8_0, q4_0) ----------------------- */
+
+static __m256i q8_0_codes(const uint8_t *b) { return ld256(b + 2); }
+static __m256i q4_0_codes(const uint8_t *b)
+{
+    return _mm256_sub_epi8(nibbles(b + 2), _mm256_set1_epi8(8));
+}
+
+/* as matvec_avx2.c: acc += (d dx) (codes . x) per block, eight lanes, summed at the end */
+#define MM_FMA32(name, block, codes_of)                                                       \
+    static void name(const void *w, const void *const xq[COLS], size_t n_blocks,            \
+                     float y[COLS])                                                           \
+    {                                                                                         \
+        const uint8_t *b = w;                                                                 \
+        __m256 acc[COLS];                                                                     \
+        for (int c = 0; c < COLS; c++)                                                        \
+            acc[c] = _mm256_setzero_ps();                                                     \
+        for (size_t i = 0; i < n_blocks; i++, b += sizeof(block)) {                          \
+            const signed_codes q = with_signs(codes_of(b));                                   \
+            const float d = half(b);                                                          \
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)                            \
+            {                                                                                 \
+                const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;                            \
+                const __m256 s = _mm256_cvtepi32_ps(dot_s(q, ld256(x->qs)));                  \
+                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * x->d), s, acc[c]);                \
+            }                                                                                 \
+        }                                                                                     \
+        for (int c = 0; c < COLS; c++)                                                        \
+            y[c] = hsum_ps(acc[c]);                                                           \
+    }
+MM_FMA32(mm_q8_0_q8_avx2, tm__block_q8_0, q8_0_codes)
+MM_FMA32(mm_q4_0_q8_avx2, tm__block_q4_0, q4_0_codes)
+#undef MM_FMA32
+
+/* ---- 32-element blocks, eight float lanes per block into double (q4_1, iq4_nl) -------------- */
+
+/* unsigned codes (q4_1's nibbles) go to maddubs as they are */
+static signed_codes unsigned_codes(__m256i u) { return (signed_codes){ u, u }; }
+static __m256i pairs_u(signed_codes c, __m256i x) { return _mm256_maddubs_epi16(c.abs, x); }
+
+static __m256i q4_1_codes(const uint8_t *b) { return nibbles(b + 4); }
+static __m256i iq4_nl_codes(const uint8_t *b) { return looked_up(tm__kvalues_iq4nl, b + 2); }
+
+/* as matvec_avx2_q8.c's DOT32: per block and column, (d dx) (codes . x) [+ (m dx) (sum of x)]
+ * in eight float lanes, added into two double vectors, summed at the end */
+#define MM_LANES32(name, block, codes_of, prep, pairs, offset)                                \
+    static void name(const void *w, const void *const xq[COLS], size_t n_blocks,            \
+                     float y[COLS])                                                           \
+    {                                                                                         \
+        const uint8_t *b = w;                                                                 \
+        const __m256i one16 = _mm256_set1_epi16(1);                                           \
+        __m256d lo[COLS], hi[COLS];                                                           \
+        for (int c = 0; c < COLS; c++)                                                        \
+            lo[c] = hi[c] = _mm256_setzero_pd();                                              \
+        for (size_t i = 0; i < n_blocks; i++, b += sizeof(block)) {                          \
+            const signed_codes q = prep(codes_of(b));                                         \
+            const float d = half(b), m = (offset) ? half(b + 2) : 0.0f;                      \
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)                            \
+            {                                                                                 \
+                const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;                            \
+                const __m256i xv = ld256(x->qs);                                              \
+                __m256 f = _mm256_mul_ps(_mm256_set1_ps(d * x->d),                            \
+                                         _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs(q, xv), one16))); \
+                if (offset)                                                                   \
+                    f = _mm256_fmadd_ps(_mm256_set1_ps(m * x->d),                             \
+                                        _mm256_cvtepi32_ps(_mm256_madd_epi16(                 \
+                                            _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), one16)), f); \
+                lo[c] = _mm256_add_pd(lo[c], _mm256_cvtps_pd(_mm256_castps256_ps128(f)));     \
+                hi[c] = _mm256_add_pd(hi[c], _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));   \
+            }                                                                                 \
+        }                                                                                     \
+        for (int c = 0; c < COLS; c++) {                                                      \
+            const __m256d s = _mm256_add_pd(lo[c], hi[c]);                                    \
+            const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1)); \
+            y[c] = (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));               \
+        }                                                                                     \
+    }
+MM_LANES32(mm_q4_1_q8_avx2, tm__block_q4_1, q4_1_codes, unsigned_codes, pairs_u, 1)
+MM_LANES32(mm_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_codes, with_signs, pairs_s, 0)
+#undef MM_LANES32
+
+/* ---- mxfp4: the block's integer sum scaled in double ---------------------------------------- */
+
+static void mm_mxfp4_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+                             float y[COLS])
+{
+    const uint8_t *b = w;
+    double acc[COLS] = { 0 };
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_mxfp4)) {
+        const signed_codes q = with_signs(looked_up(tm__kvalues_fp4, b + 1));
+        const double e = (double)tm__e8m0_half(b[0]);
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        {
+            const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;
+            acc[c] += e * (double)x->d * hsum_epi32(dot_s(q, ld256(x->qs)));
+        }
+    }
+    for (int c = 0; c < COLS; c++)
+        y[c] = (float)acc[c];
+}
+
+/* ---- 256-element blocks, x as q8_K ---------------------------------------------------------- */
+
+/* q4_K and q5_K's eight 6-bit scales as int16 in both 128-bit lanes, their mins as int16 */
+static void k4_scales(const uint8_t *b, __m256i *scales, __m128i *mins)
+{
+    uint32_t w4[4];
+    tm__k4_scale_min_words(b + 4, w4);
+    const uint8_t *sm = (const uint8_t *)w4;
+    *mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(sm + 8)));
+    *scales = _mm256_broadcastsi128_si256(
+        _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)sm)));
+}
+
+/* x's sums of its eight groups of 32 times the mins, in four int32 lanes */
+static __m128i mins_by_bsums(__m128i mins, const tm__q8_Kx *x)
+{
+    return _mm_madd_epi16(mins, _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8)));
+}
+
+/* q4_K / q5_K: group g's 32 codes (unsigned, 0..31) are u[g]; sum over groups of
+ * sc_g (u_g . x_g) as eight int32 lanes */
+static __m256i k4_groups_dot(const __m256i u[8], __m256i scales, const tm__q8_Kx *x)
+{
+    __m256i isum = _mm256_setzero_si256();
+    for (int g = 0; g < 8; g++)
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(u[g], ld256(x->qs + 32 * g)),
+                                                        scale_k(scales, g)));
+    return isum;
+}
+
+/* q4_K: as matvec_avx2.c, (d dx) isum and (dmin dx) (mins . sums) into two float vectors */
+static void mm_q4_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+                            float y[COLS])
+{
+    const uint8_t *b = w;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256 acc[COLS], accm[COLS];
+    for (int c = 0; c < COLS; c++)
+        acc[c] = accm[c] = _mm256_setzero_ps();
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K)) {
+        __m256i scales, u[8];
+        __m128i mins;
+        k4_scales(b, &scales, &mins);
+        for (int j = 0; j < 4; j++) {
+            const __m256i q = ld256(b + 16 + 32 * j);
+            u[2 * j] = _mm256_and_si256(q, m4);
+            u[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        }
+        const float d = half(b), dmin = half(b + 2);
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        {
+            const tm__q8_Kx *x = (const tm__q8_Kx *)xq[c] + i;
+            const __m256i isum = k4_groups_dot(u, scales, x);
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * x->d), _mm256_cvtepi32_ps(isum), acc[c]);
+            accm[c] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * x->d),
+                                      _mm256_cvtepi32_ps(_mm256_zextsi128_si256(mins_by_bsums(mins, x))),
+                                      accm[c]);
+        }
+    }
+    for (int c = 0; c < COLS; c++)
+        y[c] = hsum_ps(acc[c]) - hsum_ps(accm[c]);
+}
+
+/* q5_K: as q4_K with bit g of qh[l] adding 16 to element l of group g; as matvec_avx2_q8.c,
+ * the block's exact integer sums scaled in double */
+static void mm_q5_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+                            float y[COLS])
+{
+    const uint8_t *b = w;
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    double acc[COLS] = { 0 };
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q5_K)) {
+        __m256i scales, u[8];
+        __m128i mins;
+        k4_scales(b, &scales, &mins);
+        const __m256i qh = ld256(b + 16);
+        for (int j = 0; j < 4; j++) {
+            const __m256i q = ld256(b + 48 + 32 * j);
+            const __m256i hlo = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
+            const __m256i hhi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
+            u[2 * j] = _mm256_or_si256(_mm256_and_si256(q, m4), hlo);
+            u[2 * j + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), hhi);
+        }
+        const double d = (double)half(b), dmin = (double)half(b + 2);
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        {
+            const tm__q8_Kx *x = (const tm__q8_Kx *)xq[c] + i;
+            acc[c] += (double)x->d * (d * hsum_epi32(k4_groups_dot(u, scales, x)) -
+                                      dmin * hsum_epi32(_mm256_zextsi128_si256(mins_by_bsums(mins, x))));
+        }
+    }
+    for (int c = 0; c < COLS; c++)
+        y[c] = (float)acc[c];
+}
+
+/* q6_K: as matvec_avx2.c, codes unsigned (q + 32), the 32 sum(sc x) that adds removed with x's
+ * 16-sums, one float multiply-add per block */
+static void mm_q6_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+                            float y[COLS])
+{
+    const uint8_t *b = w;
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    /* byte g eight times, then byte g + 1 eight times */
+    const __m128i pair = _mm_set_epi8(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m256 acc[COLS];
+    for (int c = 0; c < COLS; c++)
+        acc[c] = _mm256_setzero_ps();
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K)) {
+        const __m128i sc8 = ld128(b + 192);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        /* run k of half h: ql nibble | two qh bits << 4, bytes 0..31 of run 4h + k */
+        __m256i u[8], s[8];
+        for (int h = 0; h < 2; h++) {
+            const __m256i l0 = ld256(b + 64 * h), l1 = ld256(b + 64 * h + 32);
+            const __m256i qh = ld256(b + 128 + 32 * h);
+            for (int k = 0; k < 4; k++) {
+                const __m256i l = k & 1 ? l1 : l0;
+                const __m256i lo = k < 2 ? l : _mm256_srli_epi16(l, 4);
+                u[4 * h + k] = _mm256_or_si256(
+                    _mm256_and_si256(lo, m4),
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m2), 4));
+                s[4 * h + k] = _mm256_cvtepi8_epi16(
+                    _mm_shuffle_epi8(sc8, _mm_add_epi8(pair, _mm_set1_epi8((char)(8 * h + 2 * k)))));
+            }
+        }
+        const float d = half(b + 208);
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        {
+            const tm__q8_Kx *x = (const tm__q8_Kx *)xq[c] + i;
+            __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                            _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(x->bsums)), 5));
+            for (int r = 0; r < 8; r++)
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(u[r], ld256(x->qs + 32 * r)), s[r]));
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * x->d), _mm256_cvtepi32_ps(isum), acc[c]);
+        }
+    }
+    for (int c = 0; c < COLS; c++)
+        y[c] = hsum_ps(acc[c]);
+}
+
+/* iq4_xs: eight groups of 32, table values, signed 6-bit group scales; as matvec_avx2_q8.c,
+ * the block's exact integer sum scaled in double */
+static void mm_iq4_xs_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+                              float y[COLS])
+{
+    const uint8_t *b = w;
+    double acc[COLS] = { 0 };
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_iq4_xs)) {
+        signed_codes q[8];
+        __m256i sc[8];
+        for (unsigned g = 0; g < 8; g++) {
+            q[g] = with_signs(looked_up(tm__kvalues_iq4nl, b + 8 + 16 * g));
+            sc[g] = _mm256_set1_epi16((short)(tm__iq4_xs_scale(b, g) - 32));
+        }
+        const double d = (double)half(b);
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        {
+            const tm__q8_Kx *x = (const tm__q8_Kx *)xq[c] + i;
+            __m256i isum = _mm256_setzero_si256();
+            for (unsigned g = 0; g < 8; g++)
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs_s(q[g], ld256(x->qs + 32 * g)), sc[g]));
+            acc[c] += (double)x->d * d * hsum_epi32(isum);
+        }
+    }
+    for (int c = 0; c < COLS; c++)
+        y[c] = (float)acc[c];
+}
+
+const tm__kernels tm__kernels_matmul_avx2_q8 = {
+    .mm_q8 = {
+        [TM_TYPE_Q8_0] = mm_q8_0_q8_avx2,
+        [TM_TYPE_Q4_0] = mm_q4_0_q8_avx2,
+        [TM_TYPE_Q4_K] = mm_q4_K_q8_avx2,
+        [TM_TYPE_Q5_K] = mm_q5_K_q8_avx2,
+        [TM_TYPE_Q6_K] = mm_q6_K_q8_avx2,
+        [TM_TYPE_IQ4_XS] = mm_iq4_xs_q8_avx2,
+        [TM_TYPE_MXFP4] = mm_mxfp4_q8_avx2,
+        [TM_TYPE_Q4_1] = mm_q4_1_q8_avx2,
+        [TM_TYPE_IQ4_NL] = mm_iq4_nl_q8_avx2,
+    },
+};
