@@ -80,7 +80,8 @@ LIB_LIBS    := -ljansson -lpthread -lm
 CURL ?= 1
 ifeq ($(CURL),1)
 LIB_CFLAGS  += -DTM_HAVE_CURL
-LIB_LIBS    += -lcurl
+# tm_download checks the Hub's SHA-256 with libcrypto (libssl-dev, which libcurl's TLS needs).
+LIB_LIBS    += -lcurl -lcrypto
 endif
 TOOL_LIBS   := -llz4 -lxxhash -lcrypto $(LIB_LIBS)
 

@@ -504,6 +504,12 @@ TM_API bool tm_str_next(tm_str_iter *it, tm_str *out);
  * opens from its first shard's URL and a safetensors checkpoint from its index's URL, the
  * shards being found beside them.
  *
+ * An hf: name whose file is in the Hugging Face hub cache ($HF_HUB_CACHE, else $HF_HOME/hub,
+ * else ~/.cache/huggingface/hub: refs/REVISION, snapshots/COMMIT/FILE) is opened there as a
+ * local file, its shards beside it in the snapshot, without a request. With HF_HUB_OFFLINE=1
+ * (or true, yes, on) nothing goes to the network: a file not cached is TM_NOT_FOUND, the
+ * message naming the path looked for; a ref file that is not a commit hash is TM_IO.
+ *
  * A remote file's tensors have data == NULL: their bytes are fetched by tm_tensor_fetch, or
  * transparently by tm_dequant_* and tm_matvec*, which fetch exactly the blocks they decode
  * (several ranges at once for large reads) and decode each piece as it arrives. Redirects are
@@ -543,6 +549,50 @@ TM_API void tm_file_fetched(const tm_file *file, uint64_t *bytes, uint64_t *requ
  * turns). */
 TM_API tm_status tm_tensor_fetch(const tm_tensor *t, uint64_t offset, uint64_t len, void *buf,
                                  tm_error *err);
+
+/* ---- Downloading a whole file: tm_download ------------------------------------------------
+ *
+ * Fetches the file src names (a URL, or an hf: name) whole, by range requests (each piece of
+ * TM_DOWNLOAD_CHUNK bytes, default 16 MiB, as four ranges at once), into dest, or, for an hf:
+ * name with dest NULL, into the Hugging Face hub cache as huggingface_hub lays it out
+ * (blobs/ETAG, snapshots/COMMIT/FILE a relative symlink to it, refs/REVISION), where tm_open
+ * then finds it. While it runs the bytes go to DEST.incomplete (for the cache,
+ * blobs/ETAG.incomplete), and what has been written so far is recorded beside it in
+ * DEST.incomplete.tensormap (the URL, the size, the ETag, the pieces done): the same call after
+ * an interruption, even a kill, fetches only the pieces missing, and a file that changed on the
+ * server since starts again. Nothing takes the name dest until the whole file is there and
+ * checked: its size, and when the Hub gives one (X-Linked-Etag, 64 hex digits) its SHA-256; a
+ * mismatch is refused and the partial file removed. A dest that exists is replaced only then,
+ * and a DEST.incomplete this call did not make is never touched.
+ *
+ * opts may be NULL (defaults); progress, when set, is called after each piece is written, with
+ * the bytes in place and the file's size. out (may be NULL) receives where the file is, its
+ * size and the bytes this call fetched. Returns TM_OK, or TM_INVALID_ARG (src or, without an
+ * hf: name, dest NULL; an hf: name the cache cannot hold; dest not a regular file; a
+ * DEST.incomplete not of this library), TM_BAD_VALUE (the SHA-256 does not match), TM_IO (the
+ * network errors of tm_open, a server without X-Repo-Commit for the cache, the file changing
+ * while it is fetched, a write that failed), TM_NOT_FOUND (HTTP 404; under HF_HUB_OFFLINE, a
+ * file not in the cache), TM_LIMIT (a path longer than TM_DOWNLOAD_PATH_MAX), TM_NOMEM,
+ * TM_UNSUPPORTED (built without libcurl). Under HF_HUB_OFFLINE an hf: name already in the
+ * cache is TM_OK without a request. It blocks until done; two calls for one destination at
+ * once are not supported (they would share its partial file). */
+typedef struct tm_download_opts {
+    size_t struct_size; /* sizeof(tm_download_opts) */
+    void (*progress)(uint64_t done, uint64_t total, void *ctx);
+    void *ctx;
+} tm_download_opts;
+
+#define TM_DOWNLOAD_PATH_MAX 4096
+
+typedef struct tm_download_result {
+    char path[TM_DOWNLOAD_PATH_MAX]; /* dest, or the file's snapshot path in the cache */
+    uint64_t size;                   /* the file's bytes */
+    uint64_t fetched;                /* body bytes this call fetched */
+    bool sha256_checked;             /* the Hub's SHA-256 was there and matched */
+} tm_download_result;
+
+TM_API tm_status tm_download(const char *src, const char *dest, const tm_download_opts *opts,
+                             tm_download_result *out, tm_error *err);
 
 /* ---- Prefetch: saying which bytes come next, so that they are on their way before they are
  * decoded ------------------------------------------------------------------------------------ */

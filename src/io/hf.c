@@ -33,7 +33,7 @@ char *tm__percent_encode(char *o, const char *s, size_t n, bool keep_slash)
     return o;
 }
 
-tm_status tm__hf_resolve(const char *spec, char **out, tm_error *err)
+tm_status tm__hf_parse(const char *spec, tm__hf_name *n, tm_error *err)
 {
     const char *owner = spec + 3;
     const char *s1 = strchr(owner, '/');
@@ -46,22 +46,34 @@ tm_status tm__hf_resolve(const char *spec, char **out, tm_error *err)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
                         "a Hugging Face path is hf:OWNER/REPO/FILE or "
                         "hf:OWNER/REPO/FILE@REVISION");
+    *n = (tm__hf_name){.owner = owner, .owner_len = (size_t)(s1 - owner),
+                       .repo = s1 + 1, .repo_len = (size_t)(s2 - s1 - 1),
+                       .file = file, .file_len = (size_t)(file_end - file),
+                       .rev = at ? at + 1 : "main", .rev_len = at ? strlen(at + 1) : 4};
+    return TM_OK;
+}
+
+tm_status tm__hf_resolve(const char *spec, char **out, tm_error *err)
+{
+    tm__hf_name n;
+    tm_status st = tm__hf_parse(spec, &n, err);
+    if (st != TM_OK)
+        return st;
     const char *ep = endpoint();
     size_t ep_len = strlen(ep);
     while (ep_len > 0 && ep[ep_len - 1] == '/')
         ep_len--;
-    const char *rev = at ? at + 1 : "main";
     char *url = malloc(ep_len + 3 * strlen(spec) + 32);
     if (!url)
         return tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");
     char *o = url + ep_len;
     memcpy(url, ep, ep_len);
     *o++ = '/';
-    o = tm__percent_encode(o, owner, (size_t)(s2 - owner), true);
+    o = tm__percent_encode(o, n.owner, (size_t)(n.repo + n.repo_len - n.owner), true);
     memcpy(o, "/resolve/", 9);
-    o = tm__percent_encode(o + 9, rev, strlen(rev), false);
+    o = tm__percent_encode(o + 9, n.rev, n.rev_len, false);
     *o++ = '/';
-    o = tm__percent_encode(o, file, (size_t)(file_end - file), true);
+    o = tm__percent_encode(o, n.file, n.file_len, true);
     *o = '\0';
     *out = url;
     return TM_OK;

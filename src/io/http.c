@@ -763,6 +763,26 @@ static void http_fetched(const tm__source *s, uint64_t *bytes, uint64_t *request
     pthread_mutex_unlock(&r->lock);
 }
 
+/* ---- for download.c ---------------------------------------------------------------------- */
+
+CURL *tm__http_easy(void)
+{
+    pthread_once(&curl_once, init_curl);
+    return curl_init_status == CURLE_OK ? new_easy() : NULL;
+}
+
+bool tm__http_header_value(const char *line, size_t len, const char *name, char *out,
+                           size_t cap)
+{
+    return header_value(line, len, name, out, cap);
+}
+
+const char *tm__http_validator(const tm__source *s)
+{
+    const remote *r = s->impl;
+    return r->etag[0] ? r->etag : r->modified;
+}
+
 static const tm__source_ops http_ops = {
     .need = http_need, .read = http_read, .close = http_close, .fetched = http_fetched};
 

@@ -1,7 +1,8 @@
 /* One file's bytes, whatever holds them: the one place that knows which backend a path goes to
  * (local.c for a path or "-", http.c for a URL, with hf.c resolving hf: names and their
- * token, s3.c s3:// names and their credentials), and the calls the rest of the library makes on any source, through the backend's
- * table. */
+ * token, and hfcache.c finding them in the Hugging Face cache first; s3.c s3:// names and
+ * their credentials), and the calls the rest of the library makes on any source, through the
+ * backend's table. */
 #include "source.h"
 
 #include <stdio.h>
@@ -55,9 +56,12 @@ tm_status tm__source_open(tm__source *s, const char *path, const tm__source_opts
     memset(s, 0, sizeof *s);
     tm_status st;
     if (strncmp(path, "hf:", 3) == 0) {
-        /* known by the URL it resolves to, so that shards beside it are found as siblings */
-        st = tm__hf_resolve(path, &s->path, err);
-        if (st == TM_OK)
+        /* a file in the hub cache is opened there, where its shards are its siblings in the
+         * snapshot; else it is known by the URL it resolves to, its shards beside it there */
+        st = tm__hf_cached(path, &s->path, err);
+        if (st == TM_OK && s->path)
+            st = tm__local_open(s, o, err);
+        else if (st == TM_OK && (st = tm__hf_resolve(path, &s->path, err)) == TM_OK)
             st = open_url(s, true, o->budget, err);
     } else if (!(s->path = strdup(path))) {
         st = tm__fail(err, TM_NOMEM, TM_NO_OFFSET, "out of memory");

@@ -57,11 +57,53 @@ typedef struct tm__http_auth {
 tm_status tm__http_open(tm__source *s, const char *url, bool show_url, const tm__http_auth *auth,
                         tm__head_budget *budget, tm_error *err);
 
+#ifdef TM_HAVE_CURL
+#include <curl/curl.h>
+/* http.c, for download.c: a handle with the settings of every request (redirects, timeouts,
+ * the CA bundle, the user agent), libcurl started; NULL when out of memory. */
+CURL *tm__http_easy(void);
+/* http.c: a response header's value (after "name:"), trimmed, into out; false when line is
+ * another header. */
+bool tm__http_header_value(const char *line, size_t len, const char *name, char *out,
+                           size_t cap);
+/* http.c: what identifies the version of the file an open remote source read: its ETag, else
+ * its Last-Modified, else "". */
+const char *tm__http_validator(const tm__source *s);
+#endif
+
+/* hf.c: the parts of hf:OWNER/REPO/FILE[@REVISION] (pointers into the spec; rev "main" when
+ * none is given). Checks the shape only: hfcache.c checks what may name a path. */
+typedef struct tm__hf_name {
+    const char *owner, *repo, *file, *rev;
+    size_t owner_len, repo_len, file_len, rev_len;
+} tm__hf_name;
+tm_status tm__hf_parse(const char *spec, tm__hf_name *n, tm_error *err);
 /* hf.c: hf:OWNER/REPO/FILE[@REVISION] as a URL on HF_ENDPOINT (malloc'd into *url). */
 tm_status tm__hf_resolve(const char *spec, char **url, tm_error *err);
 /* hf.c: HF_TOKEN's header for HF_ENDPOINT, into *auth with the header line malloc'd into
  * *line; both NULL (and TM_OK) when HF_TOKEN is unset. */
 tm_status tm__hf_auth(tm__http_auth *auth, char **line, tm_error *err);
+
+/* hfcache.c: the Hugging Face hub cache (its layout is described there). */
+/* Whether HF_HUB_OFFLINE says never to use the network ("1", "on", "yes", "true"). */
+bool tm__hf_offline(void);
+/* The cache directory, malloc'd. */
+tm_status tm__hf_cache_dir(char **dir, tm_error *err);
+/* s[0..n) is a commit hash: 40 lowercase hex digits. */
+bool tm__hf_is_commit(const char *s, size_t n);
+/* s[0..n) is a relative path that stays where it is put: components neither empty, "." nor
+ * "..", no control bytes or backslash. */
+bool tm__hf_relative_ok(const char *s, size_t n);
+/* CACHE/models--OWNER--REPO for n, malloc'd; TM_INVALID_ARG when a part of n cannot be a
+ * path there. */
+tm_status tm__hf_repo_dir(const tm__hf_name *n, char **dir, tm_error *err);
+/* REPO_DIR/snapshots/COMMIT/FILE, malloc'd. */
+tm_status tm__hf_snapshot_path(const char *repo_dir, const char *commit, const tm__hf_name *n,
+                               char **path, tm_error *err);
+/* The cached file an hf: spec names (malloc'd into *path), or *path NULL when it is not cached
+ * (TM_OK: ask the Hub). Under HF_HUB_OFFLINE a file not cached is TM_NOT_FOUND, naming where
+ * it was looked for; a ref file that holds no commit hash is TM_IO. */
+tm_status tm__hf_cached(const char *spec, char **path, tm_error *err);
 
 /* hf.c: bytes [s, s + n) percent-encoded at o (3 * n bytes at most), '/' kept when
  * keep_slash; returns the end. */

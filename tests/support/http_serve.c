@@ -125,6 +125,30 @@ void server_suite_start(server *s, char root[256], const char *name, const char 
     }
 }
 
+void server_suite_start_hub(server *s, char root[256])
+{
+    server_suite_start(s, root, "plain", NULL, NULL);
+    char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", s->port);
+    setenv("HF_ENDPOINT", endpoint, 1);
+}
+
+char *shell_ok(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int status;
+    char *out = shell_output(cmd, &status);
+    cr_assert_eq(status, 0, "%s", cmd);
+    size_t n = strlen(out);
+    if (n && out[n - 1] == '\n')
+        out[n - 1] = '\0';
+    return out;
+}
+
 void server_suite_stop(server *s)
 {
     server_stop(s);
@@ -155,7 +179,8 @@ void clean_environment(void)
         "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
         "no_proxy",   "NO_PROXY",    "HF_TOKEN",   "CURL_CA_BUNDLE", "SSL_CERT_FILE",
         "SSL_CERT_DIR", "CURL_HOME", "TM_HTTP_CHUNK", "TM_HTTP_HEAD_LIMIT", "TM_HTTP_TIMEOUT",
-        "HF_ENDPOINT", "LD_PRELOAD"};
+        "HF_ENDPOINT", "LD_PRELOAD", "HF_HUB_CACHE", "HF_HOME", "HF_HUB_OFFLINE",
+        "XDG_CACHE_HOME", "TM_DOWNLOAD_CHUNK"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     /* no curlrc either: libcurl does not read one, but say where HOME is */

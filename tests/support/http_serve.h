@@ -33,6 +33,12 @@ void server_stop(server *s);
 void server_suite_start(server *s, char root[256], const char *name, const char *cert,
                         const char *key);
 void server_suite_stop(server *s);
+/* server_suite_start, then HF_ENDPOINT set to the server: hf: names go to it, never to the
+ * real Hub. */
+void server_suite_start_hub(server *s, char root[256]);
+/* The output of `sh -c` of the command fmt makes (malloc'ed), its trailing newline cut; the
+ * test fails unless the command succeeds. */
+char *shell_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Where s's log ends once no request is in progress (a request a client gave up on may still
  * be writing): the requests of the next command start there. */
 size_t server_log_mark(const server *s);
@@ -45,7 +51,9 @@ void server_put_golden(const char *root, const char *golden, const char *name);
  * cert and key (paths). NULL when made, else why not (malloc'ed). */
 char *server_make_cert(char cert[256], char key[256]);
 /* What the server sees must not be mixed with the outside: unset the proxy variables, HF_TOKEN,
- * HF_ENDPOINT, CURL_CA_BUNDLE, TM_HTTP_*, LD_PRELOAD; HOME becomes the test's directory. */
+ * HF_ENDPOINT, the Hugging Face cache's variables, CURL_CA_BUNDLE, TM_HTTP_*,
+ * TM_DOWNLOAD_CHUNK, LD_PRELOAD; HOME becomes the test's directory (so the default cache is
+ * in it). */
 void clean_environment(void);
 void sleep_ms(long ms);
 

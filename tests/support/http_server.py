@@ -26,6 +26,8 @@ Routes (NAME may hold slashes; no component may be "." or ".."):
                        302 to /cdn/OWNER/REPO/REV/FILE, as the Hugging Face Hub redirects to
                        its CDN; a REPO starting "private" wants "Authorization: Bearer TOKEN"
                        (TOKEN: the file ROOT/hf/token) here: none -> 401, another -> 403;
+                       with the Hub's X-Repo-Commit, X-Linked-Etag (the SHA-256) and
+                       X-Linked-Size (see hub_headers);
                        a REPO starting "elsewhere" is redirected to the CDN on the other
                        loopback name (localhost <-> 127.0.0.1), where the token must not go
   /cdn/OWNER/REPO/REV/FILE
@@ -48,6 +50,7 @@ Routes (NAME may hold slashes; no component may be "." or ".."):
 
 import argparse
 import email.utils
+import hashlib
 import http.server
 import json
 import os
@@ -227,13 +230,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                       [("WWW-Authenticate", 'Bearer realm="test"')])
                 if token is None or auth != "Bearer " + token:
                     return self.small(403, b"forbidden\n", body)
-            if not os.path.isfile(os.path.join(state.root, "hf", owner, repo, rev, file)):
+            local = os.path.join(state.root, "hf", owner, repo, rev, file)
+            if not os.path.isfile(local):
                 return self.not_found(body)
             cdn = "/cdn/%s/%s/%s/%s" % (quote(owner), quote(repo), quote(rev, ""), quote(file))
             if repo.startswith("elsewhere"):  # a CDN on another host: the token must stay
                 cdn = "%s://%s:%s%s" % ("https" if self.server.tls else "http",
                                         self.other_host()[0], self.other_host()[1], cdn)
-            return self.redirect(cdn, body)
+            return self.small(302, b"redirect\n", body,
+                              [("Location", cdn)] + hub_headers(state.root, owner, repo, rev,
+                                                                 local))
         return self.not_found(body)
 
     def other_host(self):
@@ -297,6 +303,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 left -= len(data)
                 if rate:
                     threading.Event().wait(0.1)
+
+
+def hub_headers(root, owner, repo, rev, local):
+    """What the Hub says of an LFS file on its resolve answer: the commit the revision is at
+    (ROOT/hf/OWNER/REPO/REV.commit when there, else a hash of the names), the file's SHA-256
+    as X-Linked-Etag (LOCAL.sha256 when there: a test's lie) and its size."""
+    def read(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read().strip()
+        except OSError:
+            return None
+    commit = read(os.path.join(root, "hf", owner, repo, rev + ".commit")) or \
+        hashlib.sha1(("%s/%s@%s" % (owner, repo, rev)).encode()).hexdigest()
+    sha = read(local + ".sha256")
+    if sha is None:
+        with open(local, "rb") as f:
+            sha = hashlib.file_digest(f, "sha256").hexdigest()
+    return [("X-Repo-Commit", commit), ("X-Linked-Etag", '"%s"' % sha), ("ETag", '"%s"' % sha),
+            ("X-Linked-Size", str(os.path.getsize(local)))]
 
 
 def quote(s, safe="/"):

@@ -417,5 +417,6 @@ extern const cli_command cmd_stack, cmd_layer, cmd_check, cmd_bytes, cmd_stats, 
 extern const cli_command cmd_compare, cmd_export;
 extern const cli_command cmd_split, cmd_merge, cmd_edit;
 extern const cli_command cmd_hash;
+extern const cli_command cmd_download;
 
 #endif

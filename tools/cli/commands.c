@@ -24,6 +24,7 @@ const cli_command *const cli_commands[] = {
     &cmd_merge,
     &cmd_edit,
     &cmd_export,
+    &cmd_download,
     NULL,
 };
 
