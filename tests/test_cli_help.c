@@ -103,8 +103,9 @@ Test(cli_help, help_says_what_each_command_takes_and_what_file_may_be)
 
     /* FILE may be a URL or hf:, when this build reads them; said either way */
     if (tm_remote_supported()) {
-        static const char *const words[] = {"http://", "https://", "hf:OWNER/REPO/FILE",
-                                            "HF_TOKEN", "HF_ENDPOINT"};
+        static const char *const words[] = {"http://", "https://", "s3://BUCKET/KEY",
+                                            "hf:OWNER/REPO/FILE", "HF_TOKEN", "HF_ENDPOINT",
+                                            "HF_HUB_OFFLINE", "AWS_ENDPOINT_URL"};
         for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
             cr_expect(strstr(h.out, words[i]), "--help never mentions %s:\n%s", words[i], h.out);
     } else {
@@ -168,7 +169,10 @@ Test(cli_help, help_says_what_each_command_takes_and_what_file_may_be)
     if (tm_remote_supported()) {
         static const char *const words[] = {"http://", "https://", "hf:OWNER/REPO/FILE",
                                             ".B HF_TOKEN\n", ".B HF_ENDPOINT\n",
-                                            ".B CURL_CA_BUNDLE\n", ".B TM_HTTP_CHUNK\n"};
+                                            ".B CURL_CA_BUNDLE\n", ".B TM_HTTP_CHUNK\n",
+                                            ".B HF_HUB_CACHE\n", ".B HF_HUB_OFFLINE\n",
+                                            "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE",
+                                            ".B TM_PREFETCH_METHOD\n"};
         for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
             cr_expect(strstr(m.out, words[i]), "the man page never mentions %s", words[i]);
     }

@@ -63,13 +63,15 @@ const char *cli_inputs_help(void)
         "FILE (and A, B, FIRST_SHARD) is a path, - for standard input, ollama:NAME[:TAG] (a model\n"
         "Ollama has pulled: $OLLAMA_MODELS or ~/.ollama/models), or a URL.\n",
         remote[] =
-        "A URL is http://..., https://..., or hf:OWNER/REPO/FILE[@REVISION] for a file on the\n"
-        "Hugging Face Hub ($HF_ENDPOINT, default https://huggingface.co; $HF_TOKEN for a private\n"
-        "repository): only the header is downloaded, and a tensor's bytes when a command decodes\n"
+        "A URL is http://..., https://..., s3://BUCKET/KEY (AWS's variables and ~/.aws files;\n"
+        "$AWS_ENDPOINT_URL for MinIO, Ceph, R2), or hf:OWNER/REPO/FILE[@REVISION] for a file on\n"
+        "the Hugging Face Hub ($HF_ENDPOINT, default https://huggingface.co; $HF_TOKEN for a\n"
+        "private repository), read from the hub cache when it is there ($HF_HUB_OFFLINE=1: only\n"
+        "from there): only the header is downloaded, and a tensor's bytes when a command decodes\n"
         "it. split, merge and edit take local files only.\n",
         no_remote[] =
-        "A URL (http://..., https://..., hf:OWNER/REPO/FILE) is refused: this tensormap was built\n"
-        "without libcurl.\n",
+        "A URL (http://..., https://..., s3://..., hf:OWNER/REPO/FILE) is refused: this tensormap\n"
+        "was built without libcurl.\n",
         shards[] =
         "A safetensors checkpoint in shards opens through its model.safetensors.index.json, or\n"
         "through any one shard with --all-shards. A split GGUF set (NAME-00001-of-00003.gguf ...)\n"
@@ -159,6 +161,21 @@ void cli_man(FILE *out)
         {"HF_ENDPOINT", "where hf:OWNER/REPO/FILE is fetched from (default https://huggingface.co)"},
         {"HF_TOKEN", "sent as \"Authorization: Bearer\" to HF_ENDPOINT's scheme, host and port "
                      "(never over plain http for an https endpoint), for a private repository"},
+        {"HF_HUB_CACHE", "the Hugging Face hub cache hf: names are read from and download writes "
+                         "(default $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub, "
+                         "~/.cache/huggingface/hub)"},
+        {"HF_HUB_OFFLINE", "1 (or true, yes, on): hf: names only from the hub cache, never the "
+                           "network"},
+        {"AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN",
+         "the key pair (and token) s3:// requests are signed with (AWS Signature V4); without "
+         "them AWS_PROFILE's in ~/.aws/credentials, else unsigned"},
+        {"AWS_PROFILE, AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE",
+         "the profile and the files it is read from (default: default, ~/.aws/credentials, "
+         "~/.aws/config)"},
+        {"AWS_REGION, AWS_DEFAULT_REGION", "the region s3:// requests are signed for (else the "
+                                           "profile's, else us-east-1)"},
+        {"AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL", "an S3-compatible store (MinIO, Ceph, R2) "
+                                                  "addressed path-style: ENDPOINT/BUCKET/KEY"},
         {"CURL_CA_BUNDLE", "a CA certificate file to verify https:// servers with, instead of the "
                            "system's"},
         {"TM_HTTP_CHUNK", "the first range fetched of a remote file, and each further step of "
@@ -167,6 +184,12 @@ void cli_man(FILE *out)
                                "together (default 256M)"},
         {"TM_HTTP_TIMEOUT", "seconds each step of a remote read may take, retries included "
                             "(default 120; 0: no deadline)"},
+        {"TM_DOWNLOAD_CHUNK", "the piece download fetches (four ranges at once) and records "
+                              "for resuming (default 16M)"},
+        {"TM_PREFETCH_LIMIT", "the most bytes of a remote file fetched ahead of decoding "
+                              "(default 256M)"},
+        {"TM_PREFETCH_METHOD", "madvise (default), fadvise, thread or none: how a local file "
+                               "is read ahead"},
         {"TM_READ_WHOLE_LIMIT", "with --no-mmap, files up to this size are read whole, larger "
                                 "ones as needed (default 64M)"},
         {"TM_STREAM_LIMIT", "the most bytes read from a stream such as standard input (default "
