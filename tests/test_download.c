@@ -241,6 +241,31 @@ Test(download, a_file_changing_on_the_server_is_refused)
     unsetenv("TM_DOWNLOAD_CHUNK");
 }
 
+/* A server that ignores Range: refused before anything is written, and the destination kept;
+ * a file small enough to come whole in the first answer is still downloaded. */
+Test(download, a_server_that_ignores_range_is_refused_and_nothing_is_written)
+{
+    setenv("TM_HTTP_CHUNK", "65536", 1);
+    free(shell_ok("head -c 200000 /dev/urandom > %s/big.bin && head -c 1000 /dev/urandom > "
+                  "%s/small.bin", root, root));
+    const char *dest = test_path("big.bin");
+    free(shell_ok("printf mine > %s", dest));
+    tool_result r = tool_run("download", "-o", dest, url("norange/big.bin"), NULL);
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "ignores Range") && strstr(r.err, "nothing was written"), "%s", r.err);
+    tool_result_free(&r);
+    expect_content(dest, "mine");
+    char part[600];
+    snprintf(part, sizeof part, "%s.incomplete", dest);
+    cr_expect(!exists(part), "%s was left behind", part);
+    const char *small = test_path("small.bin");
+    r = tool_run("download", "-o", small, url("norange/small.bin"), NULL);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    tool_result_free(&r);
+    free(shell_ok("cmp %s %s/small.bin", small, root));
+    unsetenv("TM_HTTP_CHUNK");
+}
+
 /* A PATH.incomplete that this tool did not make is not its to replace. */
 Test(download, a_partial_file_not_made_here_is_left_alone)
 {

@@ -457,6 +457,16 @@ static tm_status run(job *j, tm_error *err)
         return st;
     }
     j->validator = tm__http_validator(&j->src);
+    if (!tm__http_reads_ranges(&j->src)) {
+        char q[300] = "";
+        if (j->show_url)
+            tm__quote(q, sizeof q, j->url, strlen(j->url));
+        return tm__fail(err, TM_UNSUPPORTED, TM_NO_OFFSET,
+                        "%s%sthe server ignores Range requests (it answered the first one with "
+                        "the whole file), and download fetches by ranges, to resume and to fetch "
+                        "four at once: nothing was written; a whole-file client (curl -o) can "
+                        "fetch it", q, q[0] ? ": " : "");
+    }
     if (j->expect_size != UINT64_MAX && j->expect_size != j->src.size)
         return tm__fail(err, TM_IO, TM_NO_OFFSET,
                         "the Hub says the file is %" PRIu64 " bytes (X-Linked-Size), the "

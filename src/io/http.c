@@ -777,6 +777,12 @@ bool tm__http_header_value(const char *line, size_t len, const char *name, char 
     return header_value(line, len, name, out, cap);
 }
 
+bool tm__http_reads_ranges(const tm__source *s)
+{
+    const remote *r = s->impl;
+    return r->ranges || s->avail >= s->size;
+}
+
 const char *tm__http_validator(const tm__source *s)
 {
     const remote *r = s->impl;

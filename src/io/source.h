@@ -66,6 +66,8 @@ CURL *tm__http_easy(void);
  * another header. */
 bool tm__http_header_value(const char *line, size_t len, const char *name, char *out,
                            size_t cap);
+/* http.c: whether the server answers Range requests (or sent the whole file at once). */
+bool tm__http_reads_ranges(const tm__source *s);
 /* http.c: what identifies the version of the file an open remote source read: its ETag, else
  * its Last-Modified, else "". */
 const char *tm__http_validator(const tm__source *s);
