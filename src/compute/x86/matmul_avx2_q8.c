@@ -14,29 +14,9 @@
 #include "../kernels.h"
 #include "../quant_tables.h"
 
-#include <immintrin.h>
+#include "avx2_common.h"
 
 #define COLS TM__MM_COLS
-
-static float half(const uint8_t *p) { return _cvtsh_ss(tm__rd16(p)); }
-static __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
-static __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-
-/* the 1-column kernels' float horizontal sum, operation for operation */
-static float hsum_ps(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
-/* an integer sum is exact in any order */
-static int32_t hsum_epi32(__m256i v)
-{
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1))));
-}
 
 /* A block's signed codes c for the sign trick (maddubs wants one unsigned operand): |c| once,
  * then per column x with c's signs: sum c x in int32 lanes. */

@@ -10,26 +10,10 @@
 #include "../blocks.h"
 #include "../kernels.h"
 
+#include "avx2_common.h"
+
 #include <immintrin.h>
 #include <string.h>
-
-static float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
-
-static __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
-static __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-
-static float hsum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
@@ -291,7 +275,7 @@ static float dot_q8_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
         const __m256 s = _mm256_cvtepi32_ps(dot_i8(ld256(b + 2), ld256(x->qs)));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b) * x->d), s, acc);
     }
-    return hsum(acc);
+    return hsum_ps(acc);
 }
 
 static float dot_q4_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
@@ -308,7 +292,7 @@ static float dot_q4_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
         const __m256 s = _mm256_cvtepi32_ps(dot_i8(codes, ld256(x->qs)));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b) * x->d), s, acc);
     }
-    return hsum(acc);
+    return hsum_ps(acc);
 }
 
 /* q4_K: per block, sum over groups of sc * (codes . x) as eight int32 lanes, one float
@@ -347,7 +331,7 @@ static float dot_q4_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
         accm = _mm256_fmadd_ps(_mm256_set1_ps(half(b + 2) * x->d),
                                _mm256_cvtepi32_ps(_mm256_castsi128_si256(pm)), accm);
     }
-    return hsum(acc) - hsum(accm);
+    return hsum_ps(acc) - hsum_ps(accm);
 }
 
 /* q6_K: codes taken unsigned (q + 32), each 16-element group times its int8 scale; the
@@ -377,7 +361,7 @@ static float dot_q6_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b + 208) * x->d), _mm256_cvtepi32_ps(isum), acc);
     }
-    return hsum(acc);
+    return hsum_ps(acc);
 }
 
 const tm__kernels tm__kernels_matvec_avx2 = {

@@ -17,31 +17,11 @@
 #include "../kernels.h"
 #include "../matvec_unpack.h"
 #include "../quant_tables.h"
+#include "avx2_common.h"
 
 #include <immintrin.h>
 #include <string.h>
 
-static float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
-
-static __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
-static __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-
-static int32_t hsum128(__m128i s)
-{
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-    return _mm_cvtsi128_si32(s);
-}
-
-static int32_t hsum_i32(__m256i v)
-{
-    return hsum128(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
-}
 
 /* the eight bytes at p as eight int32 */
 static __m256i zx8(const uint8_t *p)
@@ -149,7 +129,7 @@ static float dot_mxfp4_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_0x *x = xq;
     double acc = 0.0;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_mxfp4), x++)
-        acc += (double)e8m0(b) * (double)x->d * hsum_i32(widen(mul_s(mxfp4_codes(b), ld256(x->qs))));
+        acc += (double)e8m0(b) * (double)x->d * hsum_epi32(widen(mul_s(mxfp4_codes(b), ld256(x->qs))));
     return (float)acc;
 }
 #undef DOT32
@@ -198,7 +178,7 @@ static __m256i runs_dot(const uint8_t *qs, const uint8_t *hm, const int8_t *xqs,
 /* sum over the 16 runs of v_r * bsums_r, v the sixteen int8 bytes */
 static int32_t with_bsums(__m128i v, const int16_t *bsums)
 {
-    return hsum_i32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(v), ld256(bsums)));
+    return hsum_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(v), ld256(bsums)));
 }
 
 /* q2_K: d sc q - dmin m: sum sc (q . x) against sum m bsums */
@@ -210,7 +190,7 @@ static float dot_q2_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     double acc = 0.0;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q2_K), x++) {
         const __m128i sm = ld128(b);
-        const int32_t isum = hsum_i32(runs_dot(b + 16, NULL, x->qs, _mm_and_si128(sm, m4)));
+        const int32_t isum = hsum_epi32(runs_dot(b + 16, NULL, x->qs, _mm_and_si128(sm, m4)));
         const int32_t msum = with_bsums(_mm_and_si128(_mm_srli_epi16(sm, 4), m4), x->bsums);
         acc += (double)x->d * ((double)half(b + 80) * isum - (double)half(b + 82) * msum);
     }
@@ -229,7 +209,7 @@ static float dot_q3_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
         tm__q3_K_scale_words(b + 96, w4);
         const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)w4),
                                         _mm_set1_epi8(32));
-        const int32_t isum = hsum_i32(runs_dot(b + 32, b, x->qs, sc)) - 4 * with_bsums(sc, x->bsums);
+        const int32_t isum = hsum_epi32(runs_dot(b + 32, b, x->qs, sc)) - 4 * with_bsums(sc, x->bsums);
         acc += (double)x->d * (double)half(b + 108) * isum;
     }
     return (float)acc;
@@ -265,7 +245,7 @@ static float dot_q5_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mul_u(hi, ld256(x->qs + 64 * j + 32)),
                                                             scale_k(scales, 2 * j + 1)));
         }
-        acc += (double)x->d * ((double)half(b) * hsum_i32(isum) - (double)half(b + 2) * hsum128(pm));
+        acc += (double)x->d * ((double)half(b) * hsum_epi32(isum) - (double)half(b + 2) * hsum128(pm));
     }
     return (float)acc;
 }
@@ -283,7 +263,7 @@ static float dot_iq4_xs_q8_avx2(const void *w, const void *xq, size_t n_blocks)
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(
                 p, _mm256_set1_epi16((short)(tm__iq4_xs_scale(b, g) - 32))));
         }
-        acc += (double)x->d * (double)half(b) * hsum_i32(isum);
+        acc += (double)x->d * (double)half(b) * hsum_epi32(isum);
     }
     return (float)acc;
 }
@@ -359,7 +339,7 @@ static __m256i ksign_masks(uint32_t a)
             __m256i isum = _mm256_setzero_si256();                                            \
             for (unsigned g = 0; g < 8; g++)                                                  \
                 isum = _mm256_add_epi32(isum, group(b, g, x->qs + 32 * g));                   \
-            acc += (double)x->d * (double)d_of(b) * (f) * hsum_i32(isum);                     \
+            acc += (double)x->d * (double)d_of(b) * (f) * hsum_epi32(isum);                     \
         }                                                                                     \
         return (float)acc;                                                                    \
     }
@@ -493,8 +473,8 @@ static double ternary_block(const __m256i c[8], const tm__q8_Kx *x, float d)
     __m256i isum = _mm256_setzero_si256();
     for (int k = 0; k < 8; k++)
         isum = _mm256_add_epi32(isum, widen(mul_u(c[k], ld256(x->qs + 32 * k))));
-    const int32_t xsum = hsum_i32(widen(ld256(x->bsums)));
-    return (double)x->d * (double)d * (double)(hsum_i32(isum) - xsum);
+    const int32_t xsum = hsum_epi32(widen(ld256(x->bsums)));
+    return (double)x->d * (double)d * (double)(hsum_epi32(isum) - xsum);
 }
 
 /* tq2_0: element 128k + 32l + m is bits 2l.. of qs[32k + m] */
