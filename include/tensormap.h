@@ -611,12 +611,13 @@ typedef struct tm_prefetch_range {
 #define TM_PREFETCH_DEFAULT_LIMIT (256ull << 20)
 #define TM_PREFETCH_MAX_RANGES (1u << 20)
 
-/* Start reading the ranges ahead of their decode, and return at once. For a mapped file the
- * kernel is asked to read those pages in: madvise(MADV_WILLNEED), or with the environment
- * variable TM_PREFETCH_METHOD=fadvise posix_fadvise(POSIX_FADV_WILLNEED), or =thread a thread
- * of the file's own that touches the pages (measured: BENCHMARKS.md, "Cold reads"). For a
- * file TM_OPEN_NO_MMAP reads as needed, posix_fadvise; for a file held in memory there is
- * nothing to do. For a remote file the ranges are fetched in order, in pieces of at most
+/* Start reading the ranges ahead of their decode, and return at once. For a local file, by
+ * default (TM_PREFETCH_METHOD unset or "kernel") nothing is asked: the kernel's own readahead
+ * was measured faster than any advice on top of it (BENCHMARKS.md, "Cold reads"). With the
+ * environment variable TM_PREFETCH_METHOD=madvise a mapped file's pages are asked for with
+ * madvise(MADV_WILLNEED), =fadvise with posix_fadvise(POSIX_FADV_WILLNEED) (also what a file
+ * TM_OPEN_NO_MMAP reads as needed gets for madvise), =thread by a thread of the file's own
+ * that touches them; for a file held in memory there is nothing to do. For a remote file the ranges are fetched in order, in pieces of at most
  * 16 MiB, on a thread of the file's own, into a buffer the file owns, and tm_tensor_fetch,
  * tm_dequant_* and tm_matvec* take the bytes from there (waiting for a piece still arriving)
  * instead of asking the server: each byte planned is fetched once (bytes the head fetched at
@@ -629,13 +630,14 @@ typedef struct tm_prefetch_range {
  * nothing. Everything is freed by tm_close, which waits for a piece in flight.
  *
  * *planned (when not NULL) is set to the bytes that will be read ahead: for a remote file those
- * that fit in the buffer, for a local one all of them, 0 for a file held in memory (unless
- * TM_PREFETCH_METHOD=thread, which touches its pages all the same). Safe from
+ * that fit in the buffer, for a local one all of them when a method asks for them (0 by
+ * default), 0 for a file held in memory (unless TM_PREFETCH_METHOD=thread, which touches its
+ * pages all the same). Safe from
  * any number of threads at once, and beside the decoders. Returns TM_OK, or (nothing planned):
  *   TM_INVALID_ARG  file NULL; ranges NULL with n_ranges > 0; a range with a NULL tensor or one
  *                   that is not one of file's tensors (a copy is not); a range outside its
  *                   tensor (each named by its index in ranges); TM_PREFETCH_METHOD set to
- *                   another word than madvise, fadvise, thread or none
+ *                   another word than kernel, madvise, fadvise, thread or none
  *   TM_LIMIT        more than TM_PREFETCH_MAX_RANGES ranges
  *   TM_TRUNCATED    a range of a tensor cut off (tm_tensor_is_cut), naming it
  *   TM_NOMEM        out of memory for the plan or the thread */

@@ -24,10 +24,12 @@ def decodable_rows():
     return [r for r in golden_tensors("golden-a") if tensormap.can_decode(r["type"])]
 
 
-def test_a_local_plan_asks_for_every_byte_and_changes_no_value():
+def test_a_local_plan_asks_for_every_byte_and_changes_no_value(monkeypatch):
     rows = decodable_rows()
     with tensormap.open(corpus_path(*GOLDEN)) as f:
         total = sum(f.info(name)["nbytes"] for name in f.keys())
+        assert f.prefetch() == 0, "by default the kernel's own readahead is left to it"
+        monkeypatch.setenv("TM_PREFETCH_METHOD", "madvise")
         assert f.prefetch() == total
         assert f.prefetch(rows[0]["name"]) == f.info(rows[0]["name"])["nbytes"]
         for row in rows:
@@ -35,7 +37,8 @@ def test_a_local_plan_asks_for_every_byte_and_changes_no_value():
             assert np.array_equal(got.view(np.uint32), oracle_values(row).view(np.uint32))
 
 
-def test_safe_open_prefetches_too():
+def test_safe_open_prefetches_too(monkeypatch):
+    monkeypatch.setenv("TM_PREFETCH_METHOD", "madvise")
     name = "q8_0.rows.weight"
     with tensormap.safe_open(corpus_path(*GOLDEN), "np") as f:
         assert f.prefetch([name]) > 0

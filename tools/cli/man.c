@@ -188,8 +188,9 @@ void cli_man(FILE *out)
                               "for resuming (default 16M)"},
         {"TM_PREFETCH_LIMIT", "the most bytes of a remote file fetched ahead of decoding "
                               "(default 256M)"},
-        {"TM_PREFETCH_METHOD", "madvise (default), fadvise, thread or none: how a local file "
-                               "is read ahead"},
+        {"TM_PREFETCH_METHOD", "how a local file is read ahead: kernel (the default: the "
+                               "kernel's own readahead), madvise, fadvise or thread; none turns "
+                               "remote plans off too"},
         {"TM_READ_WHOLE_LIMIT", "with --no-mmap, files up to this size are read whole, larger "
                                 "ones as needed (default 64M)"},
         {"TM_STREAM_LIMIT", "the most bytes read from a stream such as standard input (default "
