@@ -24,16 +24,34 @@
 /* eight halves at p widened to floats (avx2_common.h: f16x8, bf16x8) */
 typedef __m256 widen_fn(const uint8_t *p);
 
-/* acc[c] += w[j, j + 8) x[c][j, j + 8) for j = from, from + step, ... below to: one multiply-add
- * chain per column, the weights widened once for all of them (2 bytes a weight) */
-INLINE void chain(widen_fn *widen, const uint8_t *w, const float *const x[COLS], size_t from,
-                  size_t to, size_t step, __m256 acc[COLS])
+/* For k < n_chains (1 or 2): acc[k][c] += w[j, j + 8) x[c][j, j + 8) for j = from + 8k,
+ * from + 8k + step, ... while j - 8k is below to: one multiply-add chain per column and k, each
+ * eight weights widened once for all the columns (2 bytes a weight). Two chains at a time give
+ * eight independent multiply-adds per step, enough to cover their latency, and with the widened
+ * weights still fit the sixteen registers; the loops over k and the columns are unrolled so that
+ * the accumulators and the column pointers stay in registers. */
+INLINE void chains(widen_fn *widen, const uint8_t *w, const float *const x[COLS], size_t from,
+                   size_t to, size_t step, int n_chains, __m256 acc[][COLS])
 {
-    for (size_t j = from; j < to; j += step) {
-        const __m256 wv = widen(w + 2 * j);
-        for (int c = 0; c < COLS; c++)
-            acc[c] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[c] + j), acc[c]);
+    __m256 s[2][COLS];
+    const float *xc[COLS];
+    _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+    {
+        xc[c] = x[c];
+        _Pragma("GCC unroll 2") for (int k = 0; k < n_chains; k++)
+            s[k][c] = acc[k][c];
     }
+    for (size_t j = from; j < to; j += step)
+        _Pragma("GCC unroll 2") for (int k = 0; k < n_chains; k++)
+        {
+            const size_t e = j + 8 * (size_t)k;
+            const __m256 wv = widen(w + 2 * e);
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+                s[k][c] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xc[c] + e), s[k][c]);
+        }
+    _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        _Pragma("GCC unroll 2") for (int k = 0; k < n_chains; k++)
+            acc[k][c] = s[k][c];
 }
 
 INLINE void dot_halves(widen_fn *widen, const void *w, const float *const x[COLS], size_t n,
@@ -49,12 +67,12 @@ INLINE void dot_halves(widen_fn *widen, const void *w, const float *const x[COLS
         /* fewer than 32 left after the segment's 32s: accumulator 0 takes their whole eights */
         const size_t next = n - end < 32 ? end + (n - end) / 8 * 8 : end;
         __m256 l[4][COLS];
-        for (int q = 0; q < 4; q++) {
-            for (int c = 0; c < COLS; c++)
+        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
                 l[q][c] = _mm256_setzero_ps();
-            chain(widen, p, x, i + 8 * (size_t)q, end, 32, l[q]);
-        }
-        chain(widen, p, x, end, next, 8, l[0]);
+        chains(widen, p, x, i, end, 32, 2, l);
+        chains(widen, p, x, i + 16, end + 16, 32, 2, l + 2);
+        chains(widen, p, x, end, next, 8, 1, l);
         for (int c = 0; c < COLS; c++)
             acc_add(&a[c], _mm256_add_ps(_mm256_add_ps(l[0][c], l[1][c]),
                                          _mm256_add_ps(l[2][c], l[3][c])));
