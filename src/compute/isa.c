@@ -269,22 +269,38 @@ tm__dequant_fn *tm__kernel_for(unsigned isa, tm_type type, unsigned *from)
     return slot < 0 ? NULL : paths[isa].k.dequant[slot];
 }
 
-bool tm__matvec_kernel_for(unsigned isa, tm_type type, unsigned mode, unsigned *from)
+/* whether k has a kernel of family in slot */
+static bool has_kernel(const tm__kernels *k, unsigned family, int slot)
+{
+    switch (family) {
+#define HAS_KERNEL(family_, fn_type) \
+    case FAMILY_##family_:           \
+        return k->family_[slot] != NULL;
+        TM__FAMILIES(HAS_KERNEL)
+#undef HAS_KERNEL
+    }
+    return false;
+}
+
+/* Path isa's kernel of f32_family (TM_MATVEC_F32) or q8_family (TM_MATVEC_Q8) for type. */
+static bool kernel_for_mode(unsigned isa, tm_type type, unsigned mode, unsigned f32_family,
+                            unsigned q8_family, unsigned *from)
 {
     if (mode != TM_MATVEC_F32 && mode != TM_MATVEC_Q8)
         return false;
-    const bool q8 = mode == TM_MATVEC_Q8;
-    const int slot = slot_of(isa, type, q8 ? FAMILY_mv_q8 : FAMILY_mv_f32, from);
-    return slot >= 0 && (q8 ? paths[isa].k.mv_q8[slot] != NULL : paths[isa].k.mv_f32[slot] != NULL);
+    const unsigned family = mode == TM_MATVEC_Q8 ? q8_family : f32_family;
+    const int slot = slot_of(isa, type, family, from);
+    return slot >= 0 && has_kernel(&paths[isa].k, family, slot);
+}
+
+bool tm__matvec_kernel_for(unsigned isa, tm_type type, unsigned mode, unsigned *from)
+{
+    return kernel_for_mode(isa, type, mode, FAMILY_mv_f32, FAMILY_mv_q8, from);
 }
 
 bool tm__matmul_kernel_for(unsigned isa, tm_type type, unsigned mode, unsigned *from)
 {
-    if (mode != TM_MATVEC_F32 && mode != TM_MATVEC_Q8)
-        return false;
-    const bool q8 = mode == TM_MATVEC_Q8;
-    const int slot = slot_of(isa, type, q8 ? FAMILY_mm_q8 : FAMILY_mm_f32, from);
-    return slot >= 0 && (q8 ? paths[isa].k.mm_q8[slot] != NULL : paths[isa].k.mm_f32[slot] != NULL);
+    return kernel_for_mode(isa, type, mode, FAMILY_mm_f32, FAMILY_mm_q8, from);
 }
 
 const tm__kernels *tm__kernel_table(size_t i, unsigned *isa)
