@@ -8,9 +8,8 @@
  * path's batched kernel for the 1-column kernel the plans run, which unpacks (or widens) a row's
  * blocks once for the group and gives each column the 1-column kernel's bits (kernels.h:
  * tm__mm_q8_fn for the 8-bit kernels, tm__mm_f32_fn for f16 and bf16 with x in float32). So
- * column j of Y is
- * tm_matvec's y bit for bit, and no thread count, tile size or set of other columns can change
- * a bit of it. */
+ * column j of Y is tm_matvec's y bit for bit, and no thread count, tile size or set of other
+ * columns can change a bit of it. */
 #include "../common/internal.h"
 #include "compute.h"
 
@@ -42,7 +41,7 @@ typedef struct columns {
 } columns;
 
 /* Rows [r0, r1) of columns [j, j + TM__MM_COLS) by the batched kernel: each row's blocks are
- * read and unpacked once for the group, and each y is the 1-column kernel's bit for bit. */
+ * read and unpacked (or widened) once for the group, and each y is the 1-column kernel's bit for bit. */
 static void batched_rows(const columns *c, uint64_t j, uint64_t r0, uint64_t r1)
 {
     const float *x[TM__MM_COLS];

@@ -8,7 +8,7 @@
  * after the segment; the four go into double as (a0 + a1) + (a2 + a3); the last n % 8 through a
  * zero-padded copy; the same double sum at the end. What differs is only what is shared and
  * when: each eight weights are widened to float once for all the columns, and the four chains of
- * a segment run one after the other (each chain's own order unchanged), so that four column
+ * a segment run two at a time (each chain's own order unchanged), so that eight column
  * accumulators, not sixteen, are live at a time. So y[c] is the 1-column kernel's result for
  * column c bit for bit, which tests/test_matmul.c checks against tm_matvec. Loads are unaligned
  * and never leave the row or a column. */
