@@ -31,6 +31,7 @@ AVX2_SRCS    += src/compute/x86/dequant_avx2_iq.c
 AVX2_SRCS    += src/compute/x86/matvec_avx2.c
 AVX2_SRCS    += src/compute/x86/matvec_avx2_q8.c
 AVX2_SRCS    += src/compute/x86/matmul_avx2_q8.c
+AVX2_SRCS    += src/compute/x86/matmul_avx2_f16.c
 AVX512_SRCS  := src/compute/x86/dequant_avx512.c
 AVX512_SRCS  += src/compute/x86/dequant_avx512_lut.c
 AVX512_SRCS  += src/compute/x86/dequant_avx512_iq.c

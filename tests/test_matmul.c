@@ -171,12 +171,14 @@ static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, 
                                         TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                         TM_TYPE_IQ4_NL };
 
-/* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), by hand: a kernel
- * dropped from the table would still pass every other test (each column then runs the
- * 1-column kernel, the same bits). */
+/* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), and those with a
+ * batched float32-x kernel (x86/matmul_avx2_f16.c, both modes: their TM_MATVEC_Q8 keeps x in
+ * float32), by hand: a kernel dropped from the table would still pass every other test (each
+ * column then runs the 1-column kernel, the same bits). */
 static const tm_type batched_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K,
                                          TM_TYPE_Q6_K, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                          TM_TYPE_IQ4_NL };
+static const tm_type batched_f32_types[] = { TM_TYPE_F16, TM_TYPE_BF16 };
 
 /* Ragged n around the batched kernels' groups of 4 (1, 3, 5, 7, 17, 33 columns) of every random
  * type, 67 rows (not whole blocks of 16 rows; the bound is relative to max|W x| over the rows:
@@ -217,71 +219,128 @@ PER_PATH(neon)
 
 /* ---- the batched kernels ------------------------------------------------------------------- */
 
-/* Each batched AVX2 kernel against the scalar path's 8-bit product of the same random blocks
- * (fresh every run): 1e-5 of the column's max|y|, as test_matvec_api holds each SIMD path's
- * 1-column kernels (both round x alike; they differ in the float rounding of the sums). 9
- * columns: two groups of 4 and one column left over; 67 rows. */
-Test(matmul, batched_kernels_against_scalar)
+/* Each batched AVX2 kernel against the scalar path's product of the same random blocks (fresh
+ * every run) in mode: 1e-5 of the column's max|y|, as test_matvec_api holds each SIMD path's
+ * 1-column kernels (in TM_MATVEC_Q8 both round x alike; they differ in the float rounding of the
+ * sums). 9 columns: two groups of 4 and one column left over; 67 rows. */
+static void batched_against_scalar(tm_type type, unsigned mode, uint64_t seed)
 {
-    use_isa("avx2");
-    const uint64_t seed = (uint64_t)time(NULL);
-    cr_log_info("matmul batched kernels against scalar: seed %llu", (unsigned long long)seed);
     const size_t cols = 3 * 256, rows = 67, n = 9;
     float *X = make_X(cols, n, seed), *Y = malloc(rows * n * 4), *ys = malloc(rows * n * 4);
     cr_assert(Y && ys);
-    for (size_t ti = 0; ti < sizeof batched_types / sizeof batched_types[0]; ti++) {
-        const tm_type type = batched_types[ti];
-        uint8_t *p = new_random_blocks(type, rows * cols / tm_type_block_elems(type), seed + ti);
-        const tm_tensor t = tensor_over("w", type, p, cols, rows);
-        tm_error err = {0};
-        cr_assert_eq(tm_matmul(&t, X, cols, n, Y, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
-        cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
-        cr_assert_eq(tm_matmul(&t, X, cols, n, ys, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
-        cr_assert_eq(tm_set_isa("avx2", &err), TM_OK);
-        for (size_t j = 0; j < n; j++) {
-            double max = 0;
-            for (size_t r = 0; r < rows; r++)
-                max = fmax(max, fabs((double)ys[j * rows + r]));
-            for (size_t r = 0; r < rows; r++)
-                cr_assert(fabs((double)Y[j * rows + r] - (double)ys[j * rows + r]) <= 1e-5 * max,
-                          "%s (seed %llu) column %zu row %zu: avx2 %.9g, scalar %.9g (max %.3g)",
-                          tm_type_name(type), (unsigned long long)seed, j, r,
-                          (double)Y[j * rows + r], (double)ys[j * rows + r], max);
-        }
-        free(p);
+    uint8_t *p = new_random_blocks(type, rows * cols / tm_type_block_elems(type), seed + type);
+    const tm_tensor t = tensor_over("w", type, p, cols, rows);
+    tm_error err = {0};
+    cr_assert_eq(tm_matmul(&t, X, cols, n, Y, mode, 1, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
+    cr_assert_eq(tm_matmul(&t, X, cols, n, ys, mode, 1, &err), TM_OK, "%s", err.message);
+    cr_assert_eq(tm_set_isa("avx2", &err), TM_OK);
+    for (size_t j = 0; j < n; j++) {
+        double max = 0;
+        for (size_t r = 0; r < rows; r++)
+            max = fmax(max, fabs((double)ys[j * rows + r]));
+        for (size_t r = 0; r < rows; r++)
+            cr_assert(fabs((double)Y[j * rows + r] - (double)ys[j * rows + r]) <= 1e-5 * max,
+                      "%s mode %u (seed %llu) column %zu row %zu: avx2 %.9g, scalar %.9g "
+                      "(max %.3g)",
+                      tm_type_name(type), mode, (unsigned long long)seed, j, r,
+                      (double)Y[j * rows + r], (double)ys[j * rows + r], max);
     }
+    free(p);
     free(X);
     free(Y);
     free(ys);
 }
 
+Test(matmul, batched_kernels_against_scalar)
+{
+    use_isa("avx2");
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matmul batched kernels against scalar: seed %llu", (unsigned long long)seed);
+    for (size_t ti = 0; ti < sizeof batched_types / sizeof batched_types[0]; ti++)
+        batched_against_scalar(batched_types[ti], TM_MATVEC_Q8, seed);
+    for (size_t ti = 0; ti < sizeof batched_f32_types / sizeof batched_f32_types[0]; ti++)
+        for (unsigned mode = 0; mode < 2; mode++)
+            batched_against_scalar(batched_f32_types[ti], mode, seed);
+}
+
+/* f16 and bf16 rows of every length the float32-x kernels cut differently (only the zero-padded
+ * last eight; whole eights in accumulator 0; segments of 128 with 32s, eights and a tail after
+ * them; 777 = six segments + 9), ragged n around the groups of 4, 1, 2 and 3 threads, both
+ * modes: every column tm_matvec's y bit for bit. 37 rows: 16-row blocks and a short one. */
+Test(matmul, f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit)
+{
+    use_isa("avx2");
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matmul f16/bf16 row cuts: seed %llu", (unsigned long long)seed);
+    const size_t ks[] = { 3, 8, 31, 40, 100, 129, 168, 200, 777 }, ns[] = { 4, 5, 9 }, rows = 37;
+    for (size_t ti = 0; ti < sizeof batched_f32_types / sizeof batched_f32_types[0]; ti++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            const tm_type type = batched_f32_types[ti];
+            const size_t k = ks[ki], n = 9;
+            uint8_t *p = new_random_blocks(type, rows * k, seed + 13 * ki + ti);
+            const tm_tensor t = tensor_over("w", type, p, k, rows);
+            float *X = make_X(k, n, seed + ki), *Y = malloc(rows * n * 4), *y = malloc(rows * 4);
+            cr_assert(Y && y);
+            tm_error err = {0};
+            for (unsigned mode = 0; mode < 2; mode++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                    for (unsigned threads = 1; threads <= 3; threads++) {
+                        cr_assert_eq(tm_matmul(&t, X, k, ns[ni], Y, mode, threads, &err), TM_OK,
+                                     "%s", err.message);
+                        for (size_t j = 0; j < ns[ni]; j++) {
+                            cr_assert_eq(tm_matvec(&t, X + j * k, y, mode, 1, &err), TM_OK);
+                            cr_assert(memcmp(y, Y + j * rows, rows * 4) == 0,
+                                      "%s (seed %llu) k %zu, mode %u, n %zu, %u threads: column "
+                                      "%zu is not tm_matvec's y",
+                                      tm_type_name(type), (unsigned long long)seed, k, mode,
+                                      ns[ni], threads, j);
+                        }
+                    }
+            free(p);
+            free(X);
+            free(Y);
+            free(y);
+        }
+}
+
 #if defined(__x86_64__)
-/* Which paths run a batched kernel (pure table lookups, whether or not this CPU runs the path):
- * AVX2 for exactly batched_types, the scalar path none (each column runs the 1-column kernel),
- * and AVX-512 AVX2's only where its 1-column 8-bit kernel is AVX2's too, so that its columns
- * stay tm_matvec's y bit for bit (its own q8_0, q4_K, q6_K kernels have no batched form). */
-Test(matmul, batched_kernels_only_beside_the_kernel_they_reproduce)
+/* Which paths run a batched kernel in mode (pure table lookups, whether or not this CPU runs the
+ * path): AVX2 for exactly the listed types, the scalar path none (each column runs the 1-column
+ * kernel), and AVX-512 AVX2's only where its 1-column kernel of that family is AVX2's too, so
+ * that its columns stay tm_matvec's y bit for bit. Returns how many AVX-512 keeps. */
+static unsigned batched_registry(unsigned mode, const tm_type *listed_types, size_t n_listed)
 {
     unsigned batched_on_avx512 = 0;
     for (unsigned id = 0; id < TM__GGML_SLOTS; id++) {
         const tm_type type = (tm_type)id;
         bool listed = false;
-        for (size_t ti = 0; ti < sizeof batched_types / sizeof batched_types[0]; ti++)
-            listed = listed || batched_types[ti] == type;
+        for (size_t ti = 0; ti < n_listed; ti++)
+            listed = listed || listed_types[ti] == type;
         unsigned from = 99, mv_from = 98;
-        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX2, type, &from), listed, "type id %u", id);
+        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX2, type, mode, &from), listed,
+                     "type id %u mode %u", id, mode);
         cr_assert(!listed || from == TM__ISA_AVX2, "type id %u: batched kernel from path %u", id,
                   from);
-        cr_assert(!tm__matmul_kernel_for(TM__ISA_SCALAR, type, NULL), "type id %u", id);
-        const bool mv_avx2 = tm__matvec_kernel_for(TM__ISA_AVX512, type, TM_MATVEC_Q8, &mv_from) &&
+        cr_assert(!tm__matmul_kernel_for(TM__ISA_SCALAR, type, mode, NULL), "type id %u", id);
+        const bool mv_avx2 = tm__matvec_kernel_for(TM__ISA_AVX512, type, mode, &mv_from) &&
                              mv_from == TM__ISA_AVX2;
-        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX512, type, NULL), listed && mv_avx2,
-                     "type id %u on avx512", id);
+        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX512, type, mode, NULL), listed && mv_avx2,
+                     "type id %u mode %u on avx512", id, mode);
         batched_on_avx512 += listed && mv_avx2;
     }
+    return batched_on_avx512;
+}
+
+Test(matmul, batched_kernels_only_beside_the_kernel_they_reproduce)
+{
     /* q4_0, q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's 1-column
-     * kernel for them) */
-    cr_assert_eq(batched_on_avx512, 6u);
+     * kernel for them); its own q8_0, q4_K, q6_K have no batched form */
+    cr_assert_eq(batched_registry(TM_MATVEC_Q8, batched_types,
+                                  sizeof batched_types / sizeof batched_types[0]), 6u);
+    /* AVX-512 has its own f16 and bf16 F32 kernels: none */
+    cr_assert_eq(batched_registry(TM_MATVEC_F32, batched_f32_types,
+                                  sizeof batched_f32_types / sizeof batched_f32_types[0]), 0u);
 }
 #endif
 
@@ -303,7 +362,7 @@ Test(matmul, five_hundred_twelve_columns)
 Test(matmul, threads_and_column_tilings_are_bit_identical)
 {
     /* 1,500 rows of 512: q4_K rows of 288 bytes, so five 128 KiB tiles of rows, the last short */
-    const tm_type types[] = { TM_TYPE_Q4_K, TM_TYPE_F16, TM_TYPE_MXFP4 };
+    const tm_type types[] = { TM_TYPE_Q4_K, TM_TYPE_F16, TM_TYPE_BF16, TM_TYPE_MXFP4 };
     const size_t cols = 512, rows = 1500, n = 33;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const tm_type type = types[ti];

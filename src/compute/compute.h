@@ -33,9 +33,11 @@ tm__dequant_fn *tm__kernel_for(unsigned isa, tm_type type, unsigned *from);
  * + dot (TM_MATVEC_F32) or the float32 result (TM_MATVEC_Q8), or the path is not built here. */
 bool tm__matvec_kernel_for(unsigned isa, tm_type type, unsigned mode, unsigned *from);
 
-/* The same for tm_matmul's batched 8-bit kernels (tm__mm_q8_fn): true when path isa runs one
- * for type; false where each column runs the 1-column kernel. */
-bool tm__matmul_kernel_for(unsigned isa, tm_type type, unsigned *from);
+/* The same for tm_matmul's batched kernels, by the 1-column family they reproduce: mode
+ * TM_MATVEC_Q8 the 8-bit ones (tm__mm_q8_fn), TM_MATVEC_F32 the float32-x ones (tm__mm_f32_fn,
+ * which also serve TM_MATVEC_Q8 for the types that keep x in float32). True when path isa has
+ * one for type; false where each column runs the 1-column kernel. */
+bool tm__matmul_kernel_for(unsigned isa, tm_type type, unsigned mode, unsigned *from);
 
 /* Table i (0, 1, ...) of the kernel files of this build and, in *isa, the path it belongs to;
  * NULL past the last. For the tests that check the tables of a path do not overlap. */

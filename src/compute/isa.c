@@ -87,16 +87,20 @@ static void fill(path *p, const tm__kernels *src, unsigned own, const path *fall
     }
 }
 
-/* A batched 8-bit kernel (mm_q8) gives, per column, the bits of one path's 1-column kernel
- * (mv_q8): a path whose 1-column kernel for the type comes from another path (AVX-512's own
- * q8_0, q4_K, q6_K beside AVX2's batched ones) keeps none, so that tm_matmul's columns stay
- * tm_matvec's y bit for bit there; they run the 1-column kernel. */
+/* A batched kernel gives, per column, the bits of one path's 1-column kernel: mm_q8 those of
+ * mv_q8, mm_f32 those of mv_f32. A path whose 1-column kernel for the type comes from another
+ * path (AVX-512's own q8_0, q4_K, q6_K, f16, bf16 beside AVX2's batched ones) keeps none, so that
+ * tm_matmul's columns stay tm_matvec's y bit for bit there; they run the 1-column kernel. */
 static void keep_matching_batched(path *p)
 {
-    for (unsigned s = 0; s < TM__SLOTS; s++)
-        if (p->k.mm_q8[s] &&
-            (!p->k.mv_q8[s] || p->from[FAMILY_mm_q8][s] != p->from[FAMILY_mv_q8][s]))
-            p->k.mm_q8[s] = NULL;
+    for (unsigned s = 0; s < TM__SLOTS; s++) {
+#define KEEP_MATCHING(mm, mv)                                                                 \
+        if (p->k.mm[s] && (!p->k.mv[s] || p->from[FAMILY_##mm][s] != p->from[FAMILY_##mv][s])) \
+            p->k.mm[s] = NULL;
+        KEEP_MATCHING(mm_q8, mv_q8)
+        KEEP_MATCHING(mm_f32, mv_f32)
+#undef KEEP_MATCHING
+    }
 }
 
 static pthread_once_t merged_once = PTHREAD_ONCE_INIT;
@@ -265,19 +269,38 @@ tm__dequant_fn *tm__kernel_for(unsigned isa, tm_type type, unsigned *from)
     return slot < 0 ? NULL : paths[isa].k.dequant[slot];
 }
 
-bool tm__matvec_kernel_for(unsigned isa, tm_type type, unsigned mode, unsigned *from)
+/* whether k has a kernel of family in slot */
+static bool has_kernel(const tm__kernels *k, unsigned family, int slot)
+{
+    switch (family) {
+#define HAS_KERNEL(family_, fn_type) \
+    case FAMILY_##family_:           \
+        return k->family_[slot] != NULL;
+        TM__FAMILIES(HAS_KERNEL)
+#undef HAS_KERNEL
+    }
+    return false;
+}
+
+/* Path isa's kernel of f32_family (TM_MATVEC_F32) or q8_family (TM_MATVEC_Q8) for type. */
+static bool kernel_for_mode(unsigned isa, tm_type type, unsigned mode, unsigned f32_family,
+                            unsigned q8_family, unsigned *from)
 {
     if (mode != TM_MATVEC_F32 && mode != TM_MATVEC_Q8)
         return false;
-    const bool q8 = mode == TM_MATVEC_Q8;
-    const int slot = slot_of(isa, type, q8 ? FAMILY_mv_q8 : FAMILY_mv_f32, from);
-    return slot >= 0 && (q8 ? paths[isa].k.mv_q8[slot] != NULL : paths[isa].k.mv_f32[slot] != NULL);
+    const unsigned family = mode == TM_MATVEC_Q8 ? q8_family : f32_family;
+    const int slot = slot_of(isa, type, family, from);
+    return slot >= 0 && has_kernel(&paths[isa].k, family, slot);
 }
 
-bool tm__matmul_kernel_for(unsigned isa, tm_type type, unsigned *from)
+bool tm__matvec_kernel_for(unsigned isa, tm_type type, unsigned mode, unsigned *from)
 {
-    const int slot = slot_of(isa, type, FAMILY_mm_q8, from);
-    return slot >= 0 && paths[isa].k.mm_q8[slot] != NULL;
+    return kernel_for_mode(isa, type, mode, FAMILY_mv_f32, FAMILY_mv_q8, from);
+}
+
+bool tm__matmul_kernel_for(unsigned isa, tm_type type, unsigned mode, unsigned *from)
+{
+    return kernel_for_mode(isa, type, mode, FAMILY_mm_f32, FAMILY_mm_q8, from);
 }
 
 const tm__kernels *tm__kernel_table(size_t i, unsigned *isa)

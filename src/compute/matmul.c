@@ -4,11 +4,12 @@
  * quantization); the rows are cut into tiles of about TILE_BYTES of W, and every column runs over
  * a tile before the next tile is touched, so a tile comes from DRAM once and is re-read n times
  * from the cache. Threads take whole tiles (tm__run_chunks). Each Y[r][j] is computed by the call
- * tm_matvec makes for row r and x = X[:, j], or in TM_MATVEC_Q8, for groups of TM__MM_COLS
- * columns, by the path's batched kernel, which unpacks a row's blocks once for the group and
- * gives each column the 1-column kernel's bits (kernels.h: tm__mm_q8_fn). So column j of Y is
- * tm_matvec's y bit for bit, and no thread count, tile size or set of other columns can change
- * a bit of it. */
+ * tm_matvec makes for row r and x = X[:, j], or, for groups of TM__MM_COLS columns, by the
+ * path's batched kernel for the 1-column kernel the plans run, which unpacks (or widens) a row's
+ * blocks once for the group and gives each column the 1-column kernel's bits (kernels.h:
+ * tm__mm_q8_fn for the 8-bit kernels, tm__mm_f32_fn for f16 and bf16 with x in float32). So
+ * column j of Y is tm_matvec's y bit for bit, and no thread count, tile size or set of other
+ * columns can change a bit of it. */
 #include "../common/internal.h"
 #include "compute.h"
 
@@ -24,10 +25,15 @@ typedef struct columns {
     unsigned char *plans; /* n plans of tm__mv_column_size() bytes, stride apart */
     size_t stride;
     uint64_t n;
-    /* TM_MATVEC_Q8 with a batched kernel for the type on this path: groups of TM__MM_COLS
-     * columns go through it, xq[j] column j quantized (the plan's own); else NULL */
-    tm__mm_q8_fn *mm;
+    /* the batched kernel for the type and the plans' 1-column kernel on this path, at most one
+     * of the two; both NULL: every column runs its plan. Groups of TM__MM_COLS columns go
+     * through it: mm_q8 with xq[j] column j quantized (the plan's own), mm_f32 with column j at
+     * X + j * k (the plan's x) */
+    tm__mm_q8_fn *mm_q8;
     const void **xq;
+    tm__mm_f32_fn *mm_f32;
+    const float *X;
+    uint64_t k;
     const uint8_t *w; /* row 0 */
     size_t row_bytes, n_blocks;
     float *Y;         /* column j at Y + j * ldy */
@@ -35,12 +41,19 @@ typedef struct columns {
 } columns;
 
 /* Rows [r0, r1) of columns [j, j + TM__MM_COLS) by the batched kernel: each row's blocks are
- * read and unpacked once for the group, and each y is the 1-column kernel's bit for bit. */
+ * read and unpacked (or widened) once for the group, and each y is the 1-column kernel's bit for bit. */
 static void batched_rows(const columns *c, uint64_t j, uint64_t r0, uint64_t r1)
 {
+    const float *x[TM__MM_COLS];
+    for (unsigned k = 0; k < TM__MM_COLS && c->mm_f32; k++)
+        x[k] = c->X + (j + k) * c->k;
     for (uint64_t r = r0; r < r1; r++) {
+        const uint8_t *row = c->w + r * c->row_bytes;
         float y[TM__MM_COLS];
-        c->mm(c->w + r * c->row_bytes, c->xq + j, c->n_blocks, y);
+        if (c->mm_q8)
+            c->mm_q8(row, c->xq + j, c->n_blocks, y);
+        else
+            c->mm_f32(row, x, c->n_blocks, y);
         for (unsigned k = 0; k < TM__MM_COLS; k++)
             c->Y[(j + k) * c->ldy + r] = y[k];
     }
@@ -62,7 +75,7 @@ static void run_tile(const void *ctx, uint64_t first, uint64_t count)
         for (uint64_t r = first; r < first + count; r += BLOCK) {
             const uint64_t r1 = first + count - r < BLOCK ? first + count : r + BLOCK;
             uint64_t j = j0;
-            for (; c->mm && j1 - j >= TM__MM_COLS; j += TM__MM_COLS)
+            for (; (c->mm_q8 || c->mm_f32) && j1 - j >= TM__MM_COLS; j += TM__MM_COLS)
                 batched_rows(c, j, r, r1);
             for (; j < j1; j++)
                 tm__mv_column_rows(c->plans + j * c->stride, r, r1);
@@ -89,15 +102,28 @@ static tm_status multiply_piece(const tm_tensor *piece, uint64_t done, void *ctx
     return multiply(piece, &a, err);
 }
 
-/* c->mm and c->xq when the columns' plans run the path's 8-bit row kernel and the path has a
- * batched one for the type (isa.c keeps it only beside the 1-column kernel it reproduces). */
-static tm_status use_batched_kernel(const tm_tensor *w, columns *c, tm_error *err)
+/* c->mm_q8 and c->xq when the columns' plans run the path's 8-bit row kernel and the path has
+ * a batched one for the type; c->mm_f32 and c->X when they run its float32 row kernel (every
+ * plan that quantizes no x and has the path's kernel) and the path has a batched one of those.
+ * isa.c keeps a batched kernel only beside the 1-column kernel it reproduces. */
+static tm_status use_batched_kernel(const tm_tensor *w, const call *a, columns *c, tm_error *err)
 {
     const int slot = tm__type_slot(w->type);
     const tm__kernels *k = tm__active_kernels("tm_matmul", err);
     if (!k) /* cannot happen: the plans were made on this path */
         return TM_ISA;
-    if (slot < 0 || !k->mm_q8[slot] || c->n < TM__MM_COLS || !tm__mv_column_xq(c->plans))
+    if (slot < 0 || c->n < TM__MM_COLS)
+        return TM_OK;
+    c->w = w->data;
+    c->n_blocks = (size_t)(w->ne[0] / tm_type_block_elems(w->type));
+    c->row_bytes = c->n_blocks * tm_type_block_bytes(w->type);
+    if (!tm__mv_column_xq(c->plans)) {
+        c->mm_f32 = k->mv_f32[slot] ? k->mm_f32[slot] : NULL;
+        c->X = a->X;
+        c->k = w->ne[0];
+        return TM_OK;
+    }
+    if (!k->mm_q8[slot])
         return TM_OK;
     char what[128];
     if (!(c->xq = malloc((size_t)c->n * sizeof *c->xq)))
@@ -106,10 +132,7 @@ static tm_status use_batched_kernel(const tm_tensor *w, columns *c, tm_error *er
                         tm__tensor_label(w, what, sizeof what), (uint64_t)c->n);
     for (uint64_t j = 0; j < c->n; j++)
         c->xq[j] = tm__mv_column_xq(c->plans + j * c->stride);
-    c->mm = k->mm_q8[slot];
-    c->w = w->data;
-    c->n_blocks = (size_t)(w->ne[0] / tm_type_block_elems(w->type));
-    c->row_bytes = c->n_blocks * tm_type_block_bytes(w->type);
+    c->mm_q8 = k->mm_q8[slot];
     return TM_OK;
 }
 
@@ -139,7 +162,7 @@ static tm_status multiply(const tm_tensor *w, const call *a, tm_error *err)
     } else {
         const uint64_t row_bytes = k / tm_type_block_elems(w->type) * tm_type_block_bytes(w->type);
         const uint64_t tile = row_bytes >= TILE_BYTES ? 1 : TILE_BYTES / (row_bytes ? row_bytes : 1);
-        st = use_batched_kernel(w, &c, err);
+        st = use_batched_kernel(w, a, &c, err);
         if (st == TM_OK)
             tm__run_chunks(run_tile, &c, rows, tile, a->n_threads);
         free(c.xq);

@@ -1,6 +1,7 @@
-/* What the AVX2 product kernels share: a half read from a block, unaligned loads, and the
- * horizontal sums. matmul_avx2_q8.c's batched kernels must sum exactly as the 1-column kernels
- * of matvec_avx2.c and matvec_avx2_q8.c do (tm_matmul's columns are tm_matvec's y bit for
+/* What the AVX2 product kernels share: a half read from a block, unaligned loads, the
+ * horizontal sums, the float-into-double accumulator and the f16/bf16 widening. The batched
+ * kernels (matmul_avx2_q8.c, matmul_avx2_f16.c) must sum exactly as the 1-column kernels of
+ * matvec_avx2.c and matvec_avx2_q8.c do (tm_matmul's columns are tm_matvec's y bit for
  * bit), so the float sum is defined once, here. Included only by files built with -mavx2
  * -mfma -mf16c. */
 #ifndef TM_COMPUTE_X86_AVX2_COMMON_H
@@ -21,6 +22,36 @@ static inline float hsum_ps(__m256 v)
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+/* Partial sums are kept in float for at most four products per lane, then added into two double
+ * vectors: the float rounding stays near one rounding per product even in rows whose terms
+ * cancel to a y far smaller than they are. matvec_avx2.c's f32/f16/bf16 and q8_0/q4_0/q4_K/q6_K
+ * F32 kernels and matmul_avx2_f16.c's batched f16/bf16 ones flush and sum through these. */
+typedef struct dacc {
+    __m256d lo, hi;
+} dacc;
+
+static inline dacc acc_zero(void) { return (dacc){ _mm256_setzero_pd(), _mm256_setzero_pd() }; }
+
+static inline void acc_add(dacc *a, __m256 f)
+{
+    a->lo = _mm256_add_pd(a->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+    a->hi = _mm256_add_pd(a->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+}
+
+static inline float acc_sum(const dacc *a)
+{
+    const __m256d s = _mm256_add_pd(a->lo, a->hi);
+    __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+    return (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+}
+
+/* eight halves at p as floats: IEEE f16 (F16C), bf16 (the top 16 bits of a float) */
+static inline __m256 f16x8(const uint8_t *p) { return _mm256_cvtph_ps(ld128(p)); }
+static inline __m256 bf16x8(const uint8_t *p)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16));
 }
 
 /* an integer sum is exact in any order */

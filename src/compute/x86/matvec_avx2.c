@@ -17,36 +17,10 @@
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
-/* Partial sums are kept in float for at most four products per lane, then added into two double
- * vectors: the float rounding stays near one rounding per product even in rows whose terms
- * cancel to a y far smaller than they are. */
-typedef struct dacc {
-    __m256d lo, hi;
-} dacc;
-
-static dacc acc_zero(void) { return (dacc){ _mm256_setzero_pd(), _mm256_setzero_pd() }; }
-
-static void acc_add(dacc *a, __m256 f)
-{
-    a->lo = _mm256_add_pd(a->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
-    a->hi = _mm256_add_pd(a->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
-}
-
-static float acc_sum(const dacc *a)
-{
-    const __m256d s = _mm256_add_pd(a->lo, a->hi);
-    __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-    return (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
-}
-
 /* f32, f16, bf16: eight elements at a time into four float accumulators, into doubles every 128
- * elements; the last n % 8 through a zero-padded copy, so nothing past the row is read. */
+ * elements (dacc: avx2_common.h); the last n % 8 through a zero-padded copy, so nothing past the
+ * row is read. */
 static __m256 f32x8(const uint8_t *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
-static __m256 f16x8(const uint8_t *p) { return _mm256_cvtph_ps(ld128(p)); }
-static __m256 bf16x8(const uint8_t *p)
-{
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16));
-}
 
 #define DOT_PLAIN(name, widen, size)                                                          \
     static float name(const void *w, const float *x, size_t n)                               \
