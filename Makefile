@@ -107,7 +107,7 @@ STATIC := $(B)/libtensormap.a
 SONAME := libtensormap.so.$(SOMAJOR)
 SHARED := $(B)/libtensormap.so.$(VERSION)
 
-.PHONY: all lib demo test check test-golden bench fuzz install uninstall test-install clean deps \
+.PHONY: all lib demo test test-build check test-golden bench fuzz install uninstall test-install clean deps \
         check-exports check-layers check-san cross-arm check-arm test-python wheel bench-ggml
 all: lib $(B)/tensormap $(B)/tensormap.1 $(EXAMPLES) $(B)/demo.gguf
 
@@ -224,7 +224,10 @@ export TM_HTTP_SERVER = $(abspath tests/support/http_server.py)
 export TM_S3_SERVER = $(abspath tests/support/s3/serve.js)
 export TM_README = $(abspath README.md)
 
-test: $(TEST_DEPS_STAMP) all $(B)/test_tensormap $(B)/fail_io.so $(B)/no_resolve.so check-exports
+# What the suite runs, built; make check builds it with a job per CPU first (the suite itself
+# runs as one make job: its timing tests want the CPUs to themselves).
+test-build: $(TEST_DEPS_STAMP) all $(B)/test_tensormap $(B)/fail_io.so $(B)/no_resolve.so
+test: test-build check-exports
 	$(B)/test_tensormap $(TEST_ARGS) $(SAN_GATE)
 	$(PYTEST)
 
@@ -250,8 +253,11 @@ check-san:
 	$(MAKE) SAN=1 test
 
 # The README's test command and CI's: the suite, then the suite again under the sanitizers.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 check:
+	$(MAKE) WERROR=-Werror -j$(JOBS) test-build
 	$(MAKE) WERROR=-Werror test test-install check-layers
+	$(MAKE) WERROR=-Werror SAN=1 -j$(JOBS) test-build
 	$(MAKE) WERROR=-Werror SAN=1 test
 
 # The library (NEON kernels included) compiled for aarch64 by Debian's cross-compiler with the
