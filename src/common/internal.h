@@ -209,6 +209,8 @@ bool tm__tensor_is_remote(const tm_tensor *t);
 /* TM_OK, or TM_TRUNCATED naming t when the end of a file cut off short (a truncated download
  * whose header is whole) cuts t's bytes: the reason every reader of a tensor's bytes gives. */
 tm_status tm__tensor_whole(const tm_tensor *t, tm_error *err);
+/* read/file.c: whether t is one of f's own tensors (not a copy of one, not another file's). */
+bool tm__file_owns(const tm_file *f, const tm_tensor *t);
 /* Called with each piece of a remote tensor: a tensor of its own whose data is the fetched
  * bytes of blocks [first + done, first + done + piece->n_bytes / block bytes). */
 typedef tm_status (*tm__piece_fn)(const tm_tensor *piece, uint64_t done, void *ctx,

@@ -32,6 +32,13 @@ void tm_file_fetched(const tm_file *f, uint64_t *bytes, uint64_t *requests)
 
 uint64_t tm_n_tensors(const tm_file *f) { return f ? f->layout.n_tensors : 0; }
 
+bool tm__file_owns(const tm_file *f, const tm_tensor *t)
+{
+    const uintptr_t first = (uintptr_t)f->tensors, at = (uintptr_t)t;
+    const uint64_t n = f->layout.n_tensors;
+    return at >= first && (at - first) % sizeof *t == 0 && (at - first) / sizeof *t < n;
+}
+
 const tm_tensor *tm_tensor_at(const tm_file *f, uint64_t i)
 {
     return f && i < f->layout.n_tensors ? &f->tensors[i] : NULL;

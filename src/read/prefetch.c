@@ -36,20 +36,12 @@ static tm_status method_from_env(method *out, tm_error *err)
                     shown);
 }
 
-/* Whether t is one of f's own tensors (not a copy, not another file's). */
-static bool owns(const tm_file *f, const tm_tensor *t)
-{
-    const uintptr_t first = (uintptr_t)f->tensors, at = (uintptr_t)t;
-    const uint64_t n = f->layout.n_tensors;
-    return at >= first && (at - first) % sizeof *t == 0 && (at - first) / sizeof *t < n;
-}
-
 /* Range i of the plan, checked: its bytes [*offset, *offset + *len) within its tensor. */
 static tm_status check_range(const tm_file *f, const tm_prefetch_range *r, size_t i,
                              uint64_t *offset, uint64_t *len, tm_error *err)
 {
     const tm_tensor *t = r->tensor;
-    if (!t || !owns(f, t))
+    if (!t || !tm__file_owns(f, t))
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET,
                         "tm_prefetch: range %zu: %s", i,
                         t ? "the tensor is not one of this file's" : "the tensor is NULL");

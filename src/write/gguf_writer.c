@@ -578,7 +578,7 @@ tm_status tm_writer_tensor_copy(tm_writer *w, const tm_file *f, const tm_tensor 
 {
     if (!w)
         return no_writer(err, __func__);
-    if (!f || !t || t->file != f || t->shard >= f->layout.n_shards)
+    if (!f || !t || !tm__file_owns(f, t))
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tm_writer_tensor_copy: %s",
                         f && t ? "the tensor is another file's" :
                                  "a file and one of its tensors are needed");
