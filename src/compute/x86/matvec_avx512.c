@@ -5,52 +5,14 @@
  * products per lane, then double; TM_MATVEC_Q8 is ggml's maddubs/madd integer scheme on 64 bytes at a
  * time. Types missing here (q4_0 in TM_MATVEC_Q8) run the AVX2 kernel.
  * Only the table is exported; every function is static. */
-#include "../blocks.h"
 #include "../kernels.h"
 
-#include <immintrin.h>
-#include <string.h>
-
-static float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
-
-static __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
-static __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-static __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
-/* a at bytes 0..31, b at 32..63 */
-static __m512i join(__m256i a, __m256i b) { return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1); }
-
-static __m512 i8x16(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
+#include "avx512_common.h"
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
-typedef struct dacc {
-    __m512d lo, hi;
-} dacc;
-
-static dacc acc_zero(void) { return (dacc){ _mm512_setzero_pd(), _mm512_setzero_pd() }; }
-
-static void acc_add(dacc *a, __m512 f)
-{
-    a->lo = _mm512_add_pd(a->lo, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
-    a->hi = _mm512_add_pd(a->hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1)));
-}
-
-static float acc_sum(const dacc *a) { return (float)_mm512_reduce_add_pd(_mm512_add_pd(a->lo, a->hi)); }
-
 /* f32, f16, bf16: 64 elements per step, into doubles every 256 (four products per lane); the
- * tail through masked loads, which read nothing past the row. */
-static __m512 f32x16(const uint8_t *p, __mmask16 k) { return _mm512_maskz_loadu_ps(k, p); }
-static __m512 f16x16(const uint8_t *p, __mmask16 k) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p)); }
-static __m512 bf16x16(const uint8_t *p, __mmask16 k)
-{
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p)), 16));
-}
-
+ * tail through masked loads. */
 #define ALL 0xffffu
 #define DOT_PLAIN(name, widen, size)                                                          \
     static float name(const void *w, const float *x, size_t n)                               \
@@ -168,19 +130,6 @@ static float dot_q4_K_avx512(const void *w, const float *x, size_t n_blocks)
     return acc_sum(&a);
 }
 
-/* q6_K: the codes of one 128-element half as two 64-byte vectors, bytes 0..63:
- * lo = elements 0..63 (low ql nibbles), hi = elements 64..127 (high nibbles). */
-static void q6_K_codes(const uint8_t *ql, const uint8_t *qh, __m512i *lo, __m512i *hi)
-{
-    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(3);
-    const __m512i l = ld512(ql);
-    const __m256i h = ld256(qh);
-    const __m512i hb = join(h, _mm256_srli_epi16(h, 2)); /* bits 0-1 of each byte: runs 0, 1 */
-    *lo = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_slli_epi16(_mm512_and_si512(hb, m2), 4));
-    *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 4), m2), 4));
-}
-
 /* q6_K: (d sc) (q - 32) x per 16-element group. The codes are built 64 at a time in registers,
  * stored once to the stack and widened to 32 bits from there (a load, not a shuffle per 16). */
 static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
@@ -216,13 +165,6 @@ static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
 
 /* ---- TM_MATVEC_Q8 -------------------------------------------------------------------------- */
 
-/* |a| (unsigned) times b with a's sign, summed in pairs to int16 (no sign_epi8 on 512 bits) */
-static __m512i maddubs_signed(__m512i a, __m512i b)
-{
-    const __m512i sb = _mm512_mask_sub_epi8(b, _mm512_movepi8_mask(a), _mm512_setzero_si512(), b);
-    return _mm512_maddubs_epi16(_mm512_abs_epi8(a), sb);
-}
-
 /* q8_0: two blocks per 64-byte vector; an odd last block with 32-byte vectors. */
 static float dot_q8_0_q8_avx512(const void *w, const void *xq, size_t n_blocks)
 {
@@ -251,12 +193,6 @@ static float dot_q8_0_q8_avx512(const void *w, const void *xq, size_t n_blocks)
         sum += half(b) * x->d * (float)_mm_cvtsi128_si32(t);
     }
     return sum;
-}
-
-/* int16 lanes: a in the low 256 bits, b in the high */
-static __m512i two_scales(unsigned a, unsigned b)
-{
-    return join(_mm256_set1_epi16((short)a), _mm256_set1_epi16((short)b));
 }
 
 /* q4_K: 64 code bytes (groups 4k .. 4k+3) per step: the low nibbles are groups 4k and 4k+2, the
