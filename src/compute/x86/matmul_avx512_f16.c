@@ -1,0 +1,103 @@
+/* AVX-512 float32-x kernels for tm_matmul: one f32, f16 or bf16 row of W against TM__MM_COLS
+ * columns of x at once (kernels.h: tm__mm_f32_fn). Built with the AVX-512 flags; only the table
+ * is exported.
+ *
+ * Per column the float operations are those of matvec_avx512.c's dot_f32_avx512 /
+ * dot_f16_avx512 / dot_bf16_avx512 (DOT_PLAIN), in its order and lanes: the row in segments of
+ * at most 256 elements, whole 64s only; in each, float accumulator q (of four) takes the sixteen
+ * elements at offset 16q of every 64 by one multiply-add chain, and the four go into double as
+ * (a0 + a1) + (a2 + a3); the last n % 64 by one chain t of sixteen at a time, the last sixteen
+ * or fewer through masked loads; t into double; the same double sum at the end. What differs
+ * is only what is shared: each sixteen weights are loaded (and widened) once for all the
+ * columns. The four chains of the four columns, sixteen accumulators, run together: with the
+ * four widened weight vectors they fit the 32 registers (AVX2's two-at-a-time split is for its
+ * sixteen). So y[c] is the 1-column kernel's result for column c bit for bit, which
+ * tests/test_matmul.c checks against tm_matvec. Loads are unaligned and never leave the row or
+ * a column (the tail's masked loads read nothing outside the mask). f32 is here too because it
+ * is the same code with a load for the widening. */
+#include "../kernels.h"
+
+#include "avx512_common.h"
+
+#define COLS TM__MM_COLS
+#define INLINE static inline __attribute__((always_inline))
+#define ALL 0xffffu
+
+/* sixteen weights at p as floats, the lanes outside k zero (avx512_common.h: f32x16, f16x16,
+ * bf16x16) */
+typedef __m512 widen_fn(const uint8_t *p, __mmask16 k);
+
+/* size: bytes per weight. The loops over the chains and the columns are unrolled so that the
+ * accumulators and the column pointers stay in registers. */
+INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, const float *const x[COLS],
+                      size_t n, float y[COLS])
+{
+    const uint8_t *p = w;
+    const float *xc[COLS];
+    dacc a[COLS];
+    _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+    {
+        xc[c] = x[c];
+        a[c] = acc_zero();
+    }
+    size_t i = 0;
+    while (i + 64 <= n) {
+        __m512 s[4][COLS];
+        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+                s[q][c] = _mm512_setzero_ps();
+        const size_t end = n - i < 256 ? i + (n - i) / 64 * 64 : i + 256;
+        for (; i < end; i += 64)
+            _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
+            {
+                const size_t e = i + 16 * (size_t)q;
+                const __m512 wv = widen(p + size * e, ALL);
+                _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+                    s[q][c] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xc[c] + e), s[q][c]);
+            }
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+            acc_add(&a[c], _mm512_add_ps(_mm512_add_ps(s[0][c], s[1][c]),
+                                         _mm512_add_ps(s[2][c], s[3][c])));
+    }
+    __m512 t[COLS];
+    _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        t[c] = _mm512_setzero_ps();
+    for (; i < n; i += 16) {
+        const __mmask16 k = (__mmask16)(n - i >= 16 ? ALL : (1u << (n - i)) - 1);
+        const __m512 wv = widen(p + size * i, k);
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+            t[c] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(k, xc[c] + i), t[c]);
+    }
+    _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+    {
+        acc_add(&a[c], t[c]);
+        y[c] = acc_sum(&a[c]);
+    }
+}
+
+/* n_blocks: the row's elements (a block of f32, f16 or bf16 is one) */
+static void mm_f32_avx512(const void *w, const float *const x[COLS], size_t n_blocks,
+                          float y[COLS])
+{
+    dot_plain(f32x16, 4, w, x, n_blocks, y);
+}
+
+static void mm_f16_avx512(const void *w, const float *const x[COLS], size_t n_blocks,
+                          float y[COLS])
+{
+    dot_plain(f16x16, 2, w, x, n_blocks, y);
+}
+
+static void mm_bf16_avx512(const void *w, const float *const x[COLS], size_t n_blocks,
+                           float y[COLS])
+{
+    dot_plain(bf16x16, 2, w, x, n_blocks, y);
+}
+
+const tm__kernels tm__kernels_matmul_avx512_f16 = {
+    .mm_f32 = {
+        [TM_TYPE_F32] = mm_f32_avx512,
+        [TM_TYPE_F16] = mm_f16_avx512,
+        [TM_TYPE_BF16] = mm_bf16_avx512,
+    },
+};
