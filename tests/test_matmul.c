@@ -171,14 +171,17 @@ static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, 
                                         TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                         TM_TYPE_IQ4_NL };
 
-/* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), and those with a
- * batched float32-x kernel (x86/matmul_avx2_f16.c, both modes: their TM_MATVEC_Q8 keeps x in
- * float32), by hand: a kernel dropped from the table would still pass every other test (each
- * column then runs the 1-column kernel, the same bits). */
+/* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), those with a batched
+ * float32-x kernel on AVX2 (x86/matmul_avx2_f16.c, both modes: their TM_MATVEC_Q8 keeps x in
+ * float32) and those with one on AVX-512 (x86/matmul_avx512_f16.c), by hand: a kernel dropped
+ * from the table would still pass every other test (each column then runs the 1-column kernel,
+ * the same bits). */
 static const tm_type batched_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K,
                                          TM_TYPE_Q6_K, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                          TM_TYPE_IQ4_NL };
 static const tm_type batched_f32_types[] = { TM_TYPE_F16, TM_TYPE_BF16 };
+static const tm_type batched_f32_types_avx512[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16 };
+#define N_OF(a) (sizeof(a) / sizeof(a)[0])
 
 /* Ragged n around the batched kernels' groups of 4 (1, 3, 5, 7, 17, 33 columns) of every random
  * type, 67 rows (not whole blocks of 16 rows; the bound is relative to max|W x| over the rows:
@@ -219,11 +222,11 @@ PER_PATH(neon)
 
 /* ---- the batched kernels ------------------------------------------------------------------- */
 
-/* Each batched AVX2 kernel against the scalar path's product of the same random blocks (fresh
- * every run) in mode: 1e-5 of the column's max|y|, as test_matvec_api holds each SIMD path's
- * 1-column kernels (in TM_MATVEC_Q8 both round x alike; they differ in the float rounding of the
- * sums). 9 columns: two groups of 4 and one column left over; 67 rows. */
-static void batched_against_scalar(tm_type type, unsigned mode, uint64_t seed)
+/* Each batched kernel of path isa (the active one) against the scalar path's product of the same
+ * random blocks (fresh every run) in mode: 1e-5 of the column's max|y|, as test_matvec_api holds
+ * each SIMD path's 1-column kernels (in TM_MATVEC_Q8 both round x alike; they differ in the
+ * float rounding of the sums). 9 columns: two groups of 4 and one column left over; 67 rows. */
+static void batched_against_scalar(const char *isa, tm_type type, unsigned mode, uint64_t seed)
 {
     const size_t cols = 3 * 256, rows = 67, n = 9;
     float *X = make_X(cols, n, seed), *Y = malloc(rows * n * 4), *ys = malloc(rows * n * 4);
@@ -234,16 +237,16 @@ static void batched_against_scalar(tm_type type, unsigned mode, uint64_t seed)
     cr_assert_eq(tm_matmul(&t, X, cols, n, Y, mode, 1, &err), TM_OK, "%s", err.message);
     cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
     cr_assert_eq(tm_matmul(&t, X, cols, n, ys, mode, 1, &err), TM_OK, "%s", err.message);
-    cr_assert_eq(tm_set_isa("avx2", &err), TM_OK);
+    cr_assert_eq(tm_set_isa(isa, &err), TM_OK);
     for (size_t j = 0; j < n; j++) {
         double max = 0;
         for (size_t r = 0; r < rows; r++)
             max = fmax(max, fabs((double)ys[j * rows + r]));
         for (size_t r = 0; r < rows; r++)
             cr_assert(fabs((double)Y[j * rows + r] - (double)ys[j * rows + r]) <= 1e-5 * max,
-                      "%s mode %u (seed %llu) column %zu row %zu: avx2 %.9g, scalar %.9g "
+                      "%s mode %u (seed %llu) column %zu row %zu: %s %.9g, scalar %.9g "
                       "(max %.3g)",
-                      tm_type_name(type), mode, (unsigned long long)seed, j, r,
+                      tm_type_name(type), mode, (unsigned long long)seed, j, r, isa,
                       (double)Y[j * rows + r], (double)ys[j * rows + r], max);
     }
     free(p);
@@ -257,26 +260,53 @@ Test(matmul, batched_kernels_against_scalar)
     use_isa("avx2");
     const uint64_t seed = (uint64_t)time(NULL);
     cr_log_info("matmul batched kernels against scalar: seed %llu", (unsigned long long)seed);
-    for (size_t ti = 0; ti < sizeof batched_types / sizeof batched_types[0]; ti++)
-        batched_against_scalar(batched_types[ti], TM_MATVEC_Q8, seed);
-    for (size_t ti = 0; ti < sizeof batched_f32_types / sizeof batched_f32_types[0]; ti++)
+    for (size_t ti = 0; ti < N_OF(batched_types); ti++)
+        batched_against_scalar("avx2", batched_types[ti], TM_MATVEC_Q8, seed);
+    for (size_t ti = 0; ti < N_OF(batched_f32_types); ti++)
         for (unsigned mode = 0; mode < 2; mode++)
-            batched_against_scalar(batched_f32_types[ti], mode, seed);
+            batched_against_scalar("avx2", batched_f32_types[ti], mode, seed);
 }
 
-/* f16 and bf16 rows of every length the float32-x kernels cut differently (only the zero-padded
- * last eight; whole eights in accumulator 0; segments of 128 with 32s, eights and a tail after
- * them; 777 = six segments + 9), ragged n around the groups of 4, 1, 2 and 3 threads, both
- * modes: every column tm_matvec's y bit for bit. 37 rows: 16-row blocks and a short one. */
-Test(matmul, f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit)
+/* AVX-512's own float32-x kernels, both modes (TM_MATVEC_Q8 runs the F32 family's kernels for
+ * these types: x stays float32); each is AVX-512's (the registry keeps it beside its own
+ * 1-column kernel), so the products checked are theirs, not AVX2's or the 1-column kernel's. */
+Test(matmul, batched_f32_kernels_against_scalar_avx512)
 {
-    use_isa("avx2");
+    use_isa("avx512");
     const uint64_t seed = (uint64_t)time(NULL);
-    cr_log_info("matmul f16/bf16 row cuts: seed %llu", (unsigned long long)seed);
-    const size_t ks[] = { 3, 8, 31, 40, 100, 129, 168, 200, 777 }, ns[] = { 4, 5, 9 }, rows = 37;
-    for (size_t ti = 0; ti < sizeof batched_f32_types / sizeof batched_f32_types[0]; ti++)
-        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
-            const tm_type type = batched_f32_types[ti];
+    cr_log_info("matmul avx512 float32-x batched kernels against scalar: seed %llu",
+                (unsigned long long)seed);
+    for (size_t ti = 0; ti < N_OF(batched_f32_types_avx512); ti++) {
+        const tm_type type = batched_f32_types_avx512[ti];
+        unsigned from = 99;
+        cr_assert(tm__matmul_kernel_for(TM__ISA_AVX512, type, TM_MATVEC_F32, &from) &&
+                      from == TM__ISA_AVX512,
+                  "%s: no batched kernel of AVX-512's own (from path %u)", tm_type_name(type),
+                  from);
+        for (unsigned mode = 0; mode < 2; mode++)
+            batched_against_scalar("avx512", type, mode, seed);
+    }
+}
+
+/* Rows of float types of every length the float32-x kernels of path isa cut differently, ragged
+ * n around the groups of 4, 1, 2 and 3 threads, both modes: every column tm_matvec's y bit for
+ * bit. 37 rows: 16-row blocks and a short one. The lengths are both paths' cuts:
+ * AVX2 (segments of 128 with 32s, whole eights in accumulator 0, the zero-padded last eight):
+ * 3, 8, 31, 40, 100, 129, 168, 200; AVX-512 (segments of 256 with 64s, then sixteens, the last
+ * sixteen or fewer masked): 15, 16, 17, 63, 64, 65, 255, 256, 257, 300 (a segment + two
+ * sixteens + 12), 320 (a short second segment), 1000 (three segments, one of 192, then 40);
+ * 777 = six AVX2 segments + 9 = three AVX-512 segments + 9. */
+static void rows_of_every_cut(const char *isa, const tm_type *types, size_t n_types)
+{
+    use_isa(isa);
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matmul float row cuts on %s: seed %llu", isa, (unsigned long long)seed);
+    const size_t ks[] = { 3,   8,   15,  16,  17,  31,  40,  63,  64,  65,  100,
+                          129, 168, 200, 255, 256, 257, 300, 320, 777, 1000 };
+    const size_t ns[] = { 4, 5, 9 }, rows = 37;
+    for (size_t ti = 0; ti < n_types; ti++)
+        for (size_t ki = 0; ki < N_OF(ks); ki++) {
+            const tm_type type = types[ti];
             const size_t k = ks[ki], n = 9;
             uint8_t *p = new_random_blocks(type, rows * k, seed + 13 * ki + ti);
             const tm_tensor t = tensor_over("w", type, p, k, rows);
@@ -284,16 +314,16 @@ Test(matmul, f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit)
             cr_assert(Y && y);
             tm_error err = {0};
             for (unsigned mode = 0; mode < 2; mode++)
-                for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                for (size_t ni = 0; ni < N_OF(ns); ni++)
                     for (unsigned threads = 1; threads <= 3; threads++) {
                         cr_assert_eq(tm_matmul(&t, X, k, ns[ni], Y, mode, threads, &err), TM_OK,
                                      "%s", err.message);
                         for (size_t j = 0; j < ns[ni]; j++) {
                             cr_assert_eq(tm_matvec(&t, X + j * k, y, mode, 1, &err), TM_OK);
                             cr_assert(memcmp(y, Y + j * rows, rows * 4) == 0,
-                                      "%s (seed %llu) k %zu, mode %u, n %zu, %u threads: column "
-                                      "%zu is not tm_matvec's y",
-                                      tm_type_name(type), (unsigned long long)seed, k, mode,
+                                      "%s on %s (seed %llu) k %zu, mode %u, n %zu, %u threads: "
+                                      "column %zu is not tm_matvec's y",
+                                      tm_type_name(type), isa, (unsigned long long)seed, k, mode,
                                       ns[ni], threads, j);
                         }
                     }
@@ -302,6 +332,16 @@ Test(matmul, f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit)
             free(Y);
             free(y);
         }
+}
+
+Test(matmul, f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit)
+{
+    rows_of_every_cut("avx2", batched_f32_types, N_OF(batched_f32_types));
+}
+
+Test(matmul, f32_f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit_avx512)
+{
+    rows_of_every_cut("avx512", batched_f32_types_avx512, N_OF(batched_f32_types_avx512));
 }
 
 #if defined(__x86_64__)
