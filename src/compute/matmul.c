@@ -7,7 +7,7 @@
  * tm_matvec makes for row r and x = X[:, j], or, for groups of TM__MM_COLS columns, by the
  * path's batched kernel for the 1-column kernel the plans run, which unpacks (or widens) a row's
  * blocks once for the group and gives each column the 1-column kernel's bits (kernels.h:
- * tm__mm_q8_fn for the 8-bit kernels, tm__mm_f32_fn for f16 and bf16 with x in float32). So
+ * tm__mm_q8_fn for the 8-bit kernels, tm__mm_f32_fn for f16, bf16 and f32 with x in float32). So
  * column j of Y is tm_matvec's y bit for bit, and no thread count, tile size or set of other
  * columns can change a bit of it. */
 #include "../common/internal.h"
