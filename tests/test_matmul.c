@@ -171,13 +171,15 @@ static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, 
                                         TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                         TM_TYPE_IQ4_NL };
 
-/* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), and those with a
- * batched float32-x kernel (x86/matmul_avx2_f16.c, both modes: their TM_MATVEC_Q8 keeps x in
- * float32), by hand: a kernel dropped from the table would still pass every other test (each
- * column then runs the 1-column kernel, the same bits). */
+/* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), those with one of
+ * AVX-512's own (x86/matmul_avx512_q8.c), and those with a batched float32-x kernel
+ * (x86/matmul_avx2_f16.c, both modes: their TM_MATVEC_Q8 keeps x in float32), by hand: a kernel
+ * dropped from the table would still pass every other test (each column then runs the 1-column
+ * kernel, the same bits). */
 static const tm_type batched_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K,
                                          TM_TYPE_Q6_K, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                          TM_TYPE_IQ4_NL };
+static const tm_type batched_avx512_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K };
 static const tm_type batched_f32_types[] = { TM_TYPE_F16, TM_TYPE_BF16 };
 
 /* Ragged n around the batched kernels' groups of 4 (1, 3, 5, 7, 17, 33 columns) of every random
@@ -219,11 +221,11 @@ PER_PATH(neon)
 
 /* ---- the batched kernels ------------------------------------------------------------------- */
 
-/* Each batched AVX2 kernel against the scalar path's product of the same random blocks (fresh
- * every run) in mode: 1e-5 of the column's max|y|, as test_matvec_api holds each SIMD path's
- * 1-column kernels (in TM_MATVEC_Q8 both round x alike; they differ in the float rounding of the
- * sums). 9 columns: two groups of 4 and one column left over; 67 rows. */
-static void batched_against_scalar(tm_type type, unsigned mode, uint64_t seed)
+/* Each batched kernel of path isa (the one running) against the scalar path's product of the
+ * same random blocks (fresh every run) in mode: 1e-5 of the column's max|y|, as test_matvec_api
+ * holds each SIMD path's 1-column kernels (in TM_MATVEC_Q8 both round x alike; they differ in
+ * the float rounding of the sums). 9 columns: two groups of 4 and one column left over; 67 rows. */
+static void batched_against_scalar(const char *isa, tm_type type, unsigned mode, uint64_t seed)
 {
     const size_t cols = 3 * 256, rows = 67, n = 9;
     float *X = make_X(cols, n, seed), *Y = malloc(rows * n * 4), *ys = malloc(rows * n * 4);
@@ -234,16 +236,16 @@ static void batched_against_scalar(tm_type type, unsigned mode, uint64_t seed)
     cr_assert_eq(tm_matmul(&t, X, cols, n, Y, mode, 1, &err), TM_OK, "%s", err.message);
     cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
     cr_assert_eq(tm_matmul(&t, X, cols, n, ys, mode, 1, &err), TM_OK, "%s", err.message);
-    cr_assert_eq(tm_set_isa("avx2", &err), TM_OK);
+    cr_assert_eq(tm_set_isa(isa, &err), TM_OK);
     for (size_t j = 0; j < n; j++) {
         double max = 0;
         for (size_t r = 0; r < rows; r++)
             max = fmax(max, fabs((double)ys[j * rows + r]));
         for (size_t r = 0; r < rows; r++)
             cr_assert(fabs((double)Y[j * rows + r] - (double)ys[j * rows + r]) <= 1e-5 * max,
-                      "%s mode %u (seed %llu) column %zu row %zu: avx2 %.9g, scalar %.9g "
+                      "%s mode %u (seed %llu) column %zu row %zu: %s %.9g, scalar %.9g "
                       "(max %.3g)",
-                      tm_type_name(type), mode, (unsigned long long)seed, j, r,
+                      tm_type_name(type), mode, (unsigned long long)seed, j, r, isa,
                       (double)Y[j * rows + r], (double)ys[j * rows + r], max);
     }
     free(p);
@@ -258,11 +260,50 @@ Test(matmul, batched_kernels_against_scalar)
     const uint64_t seed = (uint64_t)time(NULL);
     cr_log_info("matmul batched kernels against scalar: seed %llu", (unsigned long long)seed);
     for (size_t ti = 0; ti < sizeof batched_types / sizeof batched_types[0]; ti++)
-        batched_against_scalar(batched_types[ti], TM_MATVEC_Q8, seed);
+        batched_against_scalar("avx2", batched_types[ti], TM_MATVEC_Q8, seed);
     for (size_t ti = 0; ti < sizeof batched_f32_types / sizeof batched_f32_types[0]; ti++)
         for (unsigned mode = 0; mode < 2; mode++)
-            batched_against_scalar(batched_f32_types[ti], mode, seed);
+            batched_against_scalar("avx2", batched_f32_types[ti], mode, seed);
 }
+
+/* The same on AVX-512 (skipped where the CPU lacks it): its own batched kernels (q8_0, q4_K,
+ * q6_K) and AVX2's that it keeps (batched_registry below) */
+Test(matmul, batched_avx512_kernels_against_scalar)
+{
+    use_isa("avx512");
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matmul batched avx512 kernels against scalar: seed %llu", (unsigned long long)seed);
+    for (size_t ti = 0; ti < sizeof batched_types / sizeof batched_types[0]; ti++)
+        batched_against_scalar("avx512", batched_types[ti], TM_MATVEC_Q8, seed);
+}
+
+/* q8_0 rows of an odd number of blocks (1, 3, 5, 33: the batched kernels' last block alone,
+ * after the pairs of AVX-512's), ragged n around the groups of 4: every column tm_matvec's y bit
+ * for bit and within its bound. The golden and random rows are whole pairs. */
+static void q8_0_odd_rows_on(const char *isa)
+{
+    use_isa(isa);
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matmul q8_0 odd rows on %s: seed %llu", isa, (unsigned long long)seed);
+    const size_t n_blocks[] = { 1, 3, 5, 33 }, ns[] = { 4, 9 }, rows = 37;
+    for (size_t bi = 0; bi < sizeof n_blocks / sizeof n_blocks[0]; bi++) {
+        const size_t cols = 32 * n_blocks[bi];
+        uint8_t *p = new_random_blocks(TM_TYPE_Q8_0, rows * n_blocks[bi], seed + bi);
+        float *wf = decoded(TM_TYPE_Q8_0, p, rows * cols, isa);
+        const tm_tensor t = tensor_over("w", TM_TYPE_Q8_0, p, cols, rows);
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            char what[128];
+            snprintf(what, sizeof what, "q8_0 rows of %zu blocks on %s (seed %llu)", n_blocks[bi],
+                     isa, (unsigned long long)seed);
+            check_matmul(what, &t, wf, ns[ni], TM_MATVEC_Q8, seed + 5 * ni);
+        }
+        free(p);
+        free(wf);
+    }
+}
+
+Test(matmul, q8_0_odd_rows_avx2) { q8_0_odd_rows_on("avx2"); }
+Test(matmul, q8_0_odd_rows_avx512) { q8_0_odd_rows_on("avx512"); }
 
 /* f16 and bf16 rows of every length the float32-x kernels cut differently (only the zero-padded
  * last eight; whole eights in accumulator 0; segments of 128 with 32s, eights and a tail after
@@ -305,42 +346,60 @@ Test(matmul, f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit)
 }
 
 #if defined(__x86_64__)
+static bool in_list(tm_type type, const tm_type *types, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (types[i] == type)
+            return true;
+    return false;
+}
+
 /* Which paths run a batched kernel in mode (pure table lookups, whether or not this CPU runs the
  * path): AVX2 for exactly the listed types, the scalar path none (each column runs the 1-column
- * kernel), and AVX-512 AVX2's only where its 1-column kernel of that family is AVX2's too, so
- * that its columns stay tm_matvec's y bit for bit. Returns how many AVX-512 keeps. */
-static unsigned batched_registry(unsigned mode, const tm_type *listed_types, size_t n_listed)
+ * kernel), and AVX-512 AVX2's only where its 1-column kernel of that family is AVX2's too and its
+ * own (own_types) beside its own 1-column kernel, so that its columns stay tm_matvec's y bit
+ * for bit. Returns how many AVX-512 keeps. */
+static unsigned batched_registry(unsigned mode, const tm_type *listed_types, size_t n_listed,
+                                 const tm_type *own_types, size_t n_own)
 {
     unsigned batched_on_avx512 = 0;
     for (unsigned id = 0; id < TM__GGML_SLOTS; id++) {
         const tm_type type = (tm_type)id;
-        bool listed = false;
-        for (size_t ti = 0; ti < n_listed; ti++)
-            listed = listed || listed_types[ti] == type;
-        unsigned from = 99, mv_from = 98;
+        const bool listed = in_list(type, listed_types, n_listed);
+        const bool own = in_list(type, own_types, n_own);
+        unsigned from = 99, mv_from = 98, from512 = 97;
         cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX2, type, mode, &from), listed,
                      "type id %u mode %u", id, mode);
         cr_assert(!listed || from == TM__ISA_AVX2, "type id %u: batched kernel from path %u", id,
                   from);
         cr_assert(!tm__matmul_kernel_for(TM__ISA_SCALAR, type, mode, NULL), "type id %u", id);
-        const bool mv_avx2 = tm__matvec_kernel_for(TM__ISA_AVX512, type, mode, &mv_from) &&
-                             mv_from == TM__ISA_AVX2;
-        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX512, type, mode, NULL), listed && mv_avx2,
+        const bool mv = tm__matvec_kernel_for(TM__ISA_AVX512, type, mode, &mv_from);
+        cr_assert(!own || (mv && mv_from == TM__ISA_AVX512),
+                  "type id %u mode %u: avx512's 1-column kernel from path %u", id, mode, mv_from);
+        const bool kept = mv && ((listed && mv_from == TM__ISA_AVX2) || own);
+        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX512, type, mode, &from512), kept,
                      "type id %u mode %u on avx512", id, mode);
-        batched_on_avx512 += listed && mv_avx2;
+        cr_assert(!kept || from512 == mv_from,
+                  "type id %u mode %u on avx512: batched kernel from path %u, 1-column from %u",
+                  id, mode, from512, mv_from);
+        batched_on_avx512 += kept;
     }
     return batched_on_avx512;
 }
 
 Test(matmul, batched_kernels_only_beside_the_kernel_they_reproduce)
 {
-    /* q4_0, q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's 1-column
-     * kernel for them); its own q8_0, q4_K, q6_K have no batched form */
+    /* AVX2's q4_0, q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's
+     * 1-column kernel for them) and its own q8_0, q4_K, q6_K */
     cr_assert_eq(batched_registry(TM_MATVEC_Q8, batched_types,
-                                  sizeof batched_types / sizeof batched_types[0]), 6u);
+                                  sizeof batched_types / sizeof batched_types[0],
+                                  batched_avx512_types,
+                                  sizeof batched_avx512_types / sizeof batched_avx512_types[0]),
+                 9u);
     /* AVX-512 has its own f16 and bf16 F32 kernels: none */
     cr_assert_eq(batched_registry(TM_MATVEC_F32, batched_f32_types,
-                                  sizeof batched_f32_types / sizeof batched_f32_types[0]), 0u);
+                                  sizeof batched_f32_types / sizeof batched_f32_types[0], NULL, 0),
+                 0u);
 }
 #endif
 
