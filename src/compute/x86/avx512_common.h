@@ -2,7 +2,8 @@
  * float-into-double accumulator, the f32/f16/bf16 widening with a mask, q6_K's codes, and
  * TM_MATVEC_Q8's per-block steps for q8_0, q4_K and q6_K. The batched kernels
  * (matmul_avx512_*.c) must sum exactly as the 1-column kernels of matvec_avx512.c do
- * (tm_matmul's columns are tm_matvec's y bit for bit), so these are defined once, here. Included only by files built with the AVX-512 flags of mk/sources.mk. */
+ * (tm_matmul's columns are tm_matvec's y bit for bit), so these are defined once, here.
+ * Included only by files built with the AVX-512 flags of mk/sources.mk. */
 #ifndef TM_COMPUTE_X86_AVX512_COMMON_H
 #define TM_COMPUTE_X86_AVX512_COMMON_H
 
@@ -107,7 +108,8 @@ static inline __m512 q8_0_pair_fma(signed_codes q, float d0, float d1, const tm_
 {
     const __m512i qx = join(ld256(x[0].qs), ld256(x[1].qs));
     const __m512 s = _mm512_cvtepi32_ps(_mm512_madd_epi16(pairs_s(q, qx), _mm512_set1_epi16(1)));
-    const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(d0 * x[0].d), _mm256_set1_ps(d1 * x[1].d), 1);
+    const __m512 dd =
+        _mm512_insertf32x8(_mm512_set1_ps(d0 * x[0].d), _mm256_set1_ps(d1 * x[1].d), 1);
     return _mm512_fmadd_ps(dd, s, acc);
 }
 
@@ -170,7 +172,8 @@ static inline q4_K_unpacked q4_K_unpack(const uint8_t *b)
 
 /* one column: acc + (d dx) (the int32 lanes of sum sc (codes . x)), accm + (dmin dx) (the mins
  * against x's 32-sums, in int16) */
-static inline void q4_K_fma(const q4_K_unpacked *k, const tm__q8_Kx *x, __m512 *acc, __m512 *accm)
+static inline void q4_K_fma(const q4_K_unpacked *k, const tm__q8_Kx *x, __m512 *acc,
+                            __m512 *accm)
 {
     const __m128i xs32 = _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8));
     const __m512i pm = _mm512_zextsi128_si512(_mm_madd_epi16(k->mins, xs32));
@@ -217,9 +220,10 @@ static inline __m512 q6_K_fma(const q6_K_unpacked *k, const tm__q8_Kx *x, __m512
 {
     const __m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(k->sc16, ld256(x->bsums)), 5);
     __m512i isum = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
-    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
-        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(
-                                          _mm512_maddubs_epi16(k->codes[r], ld512(x->qs + 64 * r)), k->sc[r]));
+    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {
+        const __m512i p = _mm512_maddubs_epi16(k->codes[r], ld512(x->qs + 64 * r));
+        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p, k->sc[r]));
+    }
     return _mm512_fmadd_ps(_mm512_set1_ps(k->d * x->d), _mm512_cvtepi32_ps(isum), acc);
 }
 
