@@ -37,6 +37,7 @@ AVX512_SRCS  += src/compute/x86/dequant_avx512_lut.c
 AVX512_SRCS  += src/compute/x86/dequant_avx512_iq.c
 AVX512_SRCS  += src/compute/x86/matvec_avx512.c
 AVX512_SRCS  += src/compute/x86/matmul_avx512_f16.c
+AVX512_SRCS  += src/compute/x86/matmul_avx512_q8.c
 NEON_SRCS    := src/compute/arm/dequant_neon.c
 NEON_SRCS    += src/compute/arm/dequant_neon_iq.c
 NEON_SRCS    += src/compute/arm/matvec_neon.c

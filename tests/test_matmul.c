@@ -171,14 +171,15 @@ static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, 
                                         TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                         TM_TYPE_IQ4_NL };
 
-/* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), those with a batched
- * float32-x kernel on AVX2 (x86/matmul_avx2_f16.c, both modes: their TM_MATVEC_Q8 keeps x in
- * float32) and those with one on AVX-512 (x86/matmul_avx512_f16.c), by hand: a kernel dropped
- * from the table would still pass every other test (each column then runs the 1-column kernel,
- * the same bits). */
+/* The types with a batched 8-bit kernel on AVX2 (x86/matmul_avx2_q8.c), those with one of
+ * AVX-512's own (x86/matmul_avx512_q8.c), those with a batched float32-x kernel on AVX2
+ * (x86/matmul_avx2_f16.c, both modes: their TM_MATVEC_Q8 keeps x in float32) and those with one
+ * on AVX-512 (x86/matmul_avx512_f16.c), by hand: a kernel dropped from the table would still
+ * pass every other test (each column then runs the 1-column kernel, the same bits). */
 static const tm_type batched_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K,
                                          TM_TYPE_Q6_K, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                          TM_TYPE_IQ4_NL };
+static const tm_type batched_avx512_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K };
 static const tm_type batched_f32_types[] = { TM_TYPE_F16, TM_TYPE_BF16 };
 static const tm_type batched_f32_types_avx512[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16 };
 #define N_OF(a) (sizeof(a) / sizeof(a)[0])
@@ -267,6 +268,45 @@ Test(matmul, batched_kernels_against_scalar)
             batched_against_scalar("avx2", batched_f32_types[ti], mode, seed);
 }
 
+/* The same on AVX-512 (skipped where the CPU lacks it): its own batched kernels (q8_0, q4_K,
+ * q6_K) and AVX2's that it keeps (batched_registry below) */
+Test(matmul, batched_avx512_kernels_against_scalar)
+{
+    use_isa("avx512");
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matmul batched avx512 kernels against scalar: seed %llu", (unsigned long long)seed);
+    for (size_t ti = 0; ti < N_OF(batched_types); ti++)
+        batched_against_scalar("avx512", batched_types[ti], TM_MATVEC_Q8, seed);
+}
+
+/* q8_0 rows of an odd number of blocks (1, 3, 5, 33: the batched kernels' last block alone,
+ * after the pairs of AVX-512's), ragged n around the groups of 4: every column tm_matvec's y bit
+ * for bit and within its bound. The golden and random rows are whole pairs. */
+static void q8_0_odd_rows_on(const char *isa)
+{
+    use_isa(isa);
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matmul q8_0 odd rows on %s: seed %llu", isa, (unsigned long long)seed);
+    const size_t n_blocks[] = { 1, 3, 5, 33 }, ns[] = { 4, 9 }, rows = 37;
+    for (size_t bi = 0; bi < N_OF(n_blocks); bi++) {
+        const size_t cols = 32 * n_blocks[bi];
+        uint8_t *p = new_random_blocks(TM_TYPE_Q8_0, rows * n_blocks[bi], seed + bi);
+        float *wf = decoded(TM_TYPE_Q8_0, p, rows * cols, isa);
+        const tm_tensor t = tensor_over("w", TM_TYPE_Q8_0, p, cols, rows);
+        for (size_t ni = 0; ni < N_OF(ns); ni++) {
+            char what[128];
+            snprintf(what, sizeof what, "q8_0 rows of %zu blocks on %s (seed %llu)", n_blocks[bi],
+                     isa, (unsigned long long)seed);
+            check_matmul(what, &t, wf, ns[ni], TM_MATVEC_Q8, seed + 5 * ni);
+        }
+        free(p);
+        free(wf);
+    }
+}
+
+Test(matmul, q8_0_odd_rows_avx2) { q8_0_odd_rows_on("avx2"); }
+Test(matmul, q8_0_odd_rows_avx512) { q8_0_odd_rows_on("avx512"); }
+
 /* AVX-512's own float32-x kernels, both modes (TM_MATVEC_Q8 runs the F32 family's kernels for
  * these types: x stays float32); each is AVX-512's (the registry keeps it beside its own
  * 1-column kernel), so the products checked are theirs, not AVX2's or the 1-column kernel's. */
@@ -345,42 +385,58 @@ Test(matmul, f32_f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit_avx512)
 }
 
 #if defined(__x86_64__)
+static bool in_list(tm_type type, const tm_type *types, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (types[i] == type)
+            return true;
+    return false;
+}
+
 /* Which paths run a batched kernel in mode (pure table lookups, whether or not this CPU runs the
  * path): AVX2 for exactly the listed types, the scalar path none (each column runs the 1-column
- * kernel), and AVX-512 AVX2's only where its 1-column kernel of that family is AVX2's too, so
- * that its columns stay tm_matvec's y bit for bit. Returns how many AVX-512 keeps. */
-static unsigned batched_registry(unsigned mode, const tm_type *listed_types, size_t n_listed)
+ * kernel), and AVX-512 AVX2's only where its 1-column kernel of that family is AVX2's too and its
+ * own (own_types) beside its own 1-column kernel, so that its columns stay tm_matvec's y bit
+ * for bit. Returns how many AVX-512 keeps. */
+static unsigned batched_registry(unsigned mode, const tm_type *listed_types, size_t n_listed,
+                                 const tm_type *own_types, size_t n_own)
 {
     unsigned batched_on_avx512 = 0;
     for (unsigned id = 0; id < TM__GGML_SLOTS; id++) {
         const tm_type type = (tm_type)id;
-        bool listed = false;
-        for (size_t ti = 0; ti < n_listed; ti++)
-            listed = listed || listed_types[ti] == type;
-        unsigned from = 99, mv_from = 98;
+        const bool listed = in_list(type, listed_types, n_listed);
+        const bool own = in_list(type, own_types, n_own);
+        unsigned from = 99, mv_from = 98, from512 = 97;
         cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX2, type, mode, &from), listed,
                      "type id %u mode %u", id, mode);
         cr_assert(!listed || from == TM__ISA_AVX2, "type id %u: batched kernel from path %u", id,
                   from);
         cr_assert(!tm__matmul_kernel_for(TM__ISA_SCALAR, type, mode, NULL), "type id %u", id);
-        const bool mv_avx2 = tm__matvec_kernel_for(TM__ISA_AVX512, type, mode, &mv_from) &&
-                             mv_from == TM__ISA_AVX2;
-        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX512, type, mode, NULL), listed && mv_avx2,
+        const bool mv = tm__matvec_kernel_for(TM__ISA_AVX512, type, mode, &mv_from);
+        cr_assert(!own || (mv && mv_from == TM__ISA_AVX512),
+                  "type id %u mode %u: avx512's 1-column kernel from path %u", id, mode, mv_from);
+        const bool kept = mv && ((listed && mv_from == TM__ISA_AVX2) || own);
+        cr_assert_eq(tm__matmul_kernel_for(TM__ISA_AVX512, type, mode, &from512), kept,
                      "type id %u mode %u on avx512", id, mode);
-        batched_on_avx512 += listed && mv_avx2;
+        cr_assert(!kept || from512 == mv_from,
+                  "type id %u mode %u on avx512: batched kernel from path %u, 1-column from %u",
+                  id, mode, from512, mv_from);
+        batched_on_avx512 += kept;
     }
     return batched_on_avx512;
 }
 
 Test(matmul, batched_kernels_only_beside_the_kernel_they_reproduce)
 {
-    /* q4_0, q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's 1-column
-     * kernel for them); its own q8_0, q4_K, q6_K have no batched form */
-    cr_assert_eq(batched_registry(TM_MATVEC_Q8, batched_types,
-                                  sizeof batched_types / sizeof batched_types[0]), 6u);
-    /* AVX-512 has its own f16 and bf16 F32 kernels: none */
-    cr_assert_eq(batched_registry(TM_MATVEC_F32, batched_f32_types,
-                                  sizeof batched_f32_types / sizeof batched_f32_types[0]), 0u);
+    /* AVX2's q4_0, q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's
+     * 1-column kernel for them) and its own q8_0, q4_K, q6_K */
+    cr_assert_eq(batched_registry(TM_MATVEC_Q8, batched_types, N_OF(batched_types),
+                                  batched_avx512_types, N_OF(batched_avx512_types)),
+                 9u);
+    /* AVX-512's own f32, f16 and bf16 (beside its own 1-column F32 kernels) */
+    cr_assert_eq(batched_registry(TM_MATVEC_F32, batched_f32_types, N_OF(batched_f32_types),
+                                  batched_f32_types_avx512, N_OF(batched_f32_types_avx512)),
+                 3u);
 }
 #endif
 

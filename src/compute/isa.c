@@ -88,8 +88,8 @@ static void fill(path *p, const tm__kernels *src, unsigned own, const path *fall
 }
 
 /* A batched kernel gives, per column, the bits of one path's 1-column kernel: mm_q8 those of
- * mv_q8, mm_f32 those of mv_f32. A path whose 1-column kernel for the type comes from another
- * path (AVX-512's own q8_0, q4_K, q6_K beside AVX2's batched ones) keeps none, so that
+ * mv_q8, mm_f32 those of mv_f32. A batched kernel from another path than the 1-column kernel
+ * for the type (none today: AVX-512 has batched forms of its own 1-column ones) is dropped, so that
  * tm_matmul's columns stay tm_matvec's y bit for bit there; they run the 1-column kernel. */
 static void keep_matching_batched(path *p)
 {

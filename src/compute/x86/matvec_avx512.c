@@ -165,94 +165,48 @@ static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
 
 /* ---- TM_MATVEC_Q8 -------------------------------------------------------------------------- */
 
-/* q8_0: two blocks per 64-byte vector; an odd last block with 32-byte vectors. */
+/* The blocks' steps are avx512_common.h's, shared with matmul_avx512_q8.c's batched kernels:
+ * per block, its codes and scales unpacked, then the multiply-add of this x. */
+
+/* q8_0: two blocks per 64-byte vector, summed at the end; an odd last block with 32-byte
+ * vectors, added to that sum. */
 static float dot_q8_0_q8_avx512(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
     const tm__q8_0x *x = xq;
-    const __m512i ones = _mm512_set1_epi16(1);
     __m512 acc = _mm512_setzero_ps();
     size_t i = 0;
-    for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(tm__block_q8_0), x += 2) {
-        const uint8_t *b1 = b + sizeof(tm__block_q8_0);
-        const __m512i qw = join(ld256(b + 2), ld256(b1 + 2));
-        const __m512i qx = join(ld256(x[0].qs), ld256(x[1].qs));
-        const __m512 s = _mm512_cvtepi32_ps(_mm512_madd_epi16(maddubs_signed(qw, qx), ones));
-        const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(half(b) * x[0].d),
-                                             _mm256_set1_ps(half(b1) * x[1].d), 1);
-        acc = _mm512_fmadd_ps(dd, s, acc);
-    }
+    for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(tm__block_q8_0), x += 2)
+        acc = q8_0_pair_fma(q8_0_pair_unpack(b), half(b), half(b + sizeof(tm__block_q8_0)), x, acc);
     float sum = _mm512_reduce_add_ps(acc);
-    if (i < n_blocks) {
-        const __m256i qw = ld256(b + 2), qx = ld256(x->qs);
-        const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw));
-        const __m256i s = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
-        sum += half(b) * x->d * (float)_mm_cvtsi128_si32(t);
-    }
+    if (i < n_blocks)
+        sum += q8_0_last_term(q8_0_last_unpack(b), half(b), x);
     return sum;
 }
 
-/* q4_K: 64 code bytes (groups 4k .. 4k+3) per step: the low nibbles are groups 4k and 4k+2, the
- * high nibbles 4k+1 and 4k+3. Per block one float multiply-add of the int32 lanes by d dx, and
- * one of the mins (against x's 32-sums, in int16) by dmin dx; no horizontal sum until the end. */
+/* q4_K: per block one float multiply-add of the int32 lanes by d dx, and one of the mins by
+ * dmin dx; no horizontal sum until the end. */
 static float dot_q4_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
-    const __m512i m4 = _mm512_set1_epi8(15);
     __m512 acc = _mm512_setzero_ps(), accm = acc;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
-        uint32_t w4[4];
-        tm__k4_scale_min_words(b + 4, w4);
-        const uint8_t *sm = (const uint8_t *)w4;
-        const __m128i xs32 = _mm_hadd_epi16(ld128(x->bsums), ld128(x->bsums + 8));
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(sm + 8)));
-        const __m512i pm = _mm512_zextsi128_si512(_mm_madd_epi16(mins, xs32));
-        __m512i isum = _mm512_setzero_si512();
-        for (int k = 0; k < 2; k++) {
-            const __m512i q = ld512(b + 16 + 64 * k);
-            const int8_t *xs = x->qs + 128 * k;
-            const __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-            const __m512i plo = _mm512_maddubs_epi16(lo, join(ld256(xs), ld256(xs + 64)));
-            const __m512i phi = _mm512_maddubs_epi16(hi, join(ld256(xs + 32), ld256(xs + 96)));
-            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(plo, two_scales(sm[4 * k], sm[4 * k + 2])));
-            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(phi, two_scales(sm[4 * k + 1], sm[4 * k + 3])));
-        }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(half(b) * x->d), _mm512_cvtepi32_ps(isum), acc);
-        accm = _mm512_fmadd_ps(_mm512_set1_ps(half(b + 2) * x->d), _mm512_cvtepi32_ps(pm), accm);
+        const q4_K_unpacked k = q4_K_unpack(b);
+        q4_K_fma(&k, x, &acc, &accm);
     }
     return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(accm);
 }
 
-/* q6_K: codes unsigned (q + 32), 64 per vector, each 16-element group times its int8 scale;
- * the 32 sum(sc x) the unsigned codes added is removed with x's 16-sums (one madd). */
+/* q6_K: per block one float multiply-add of the int32 lanes by d dx. */
 static float dot_q6_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
-    /* int16 lane j (codes 2j, 2j+1) of a 64-code vector is in group j / 8 of the vector's four */
-    const __m512i group_of_lane = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
-                                                   1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     __m512 acc = _mm512_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x++) {
-        /* the 16 scales as int16, twice (permutexvar indexes 32 lanes) */
-        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(b + 192));
-        const __m512i scales = join(sc16, sc16);
-        const __m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(x->bsums)), 5);
-        __m512i isum = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), bias));
-        for (int h = 0; h < 2; h++) {
-            __m512i codes[2];
-            q6_K_codes(b + 64 * h, b + 128 + 32 * h, &codes[0], &codes[1]);
-            for (int k = 0; k < 2; k++) {
-                const __m512i p = _mm512_maddubs_epi16(codes[k], ld512(x->qs + 128 * h + 64 * k));
-                const __m512i idx = _mm512_add_epi16(group_of_lane, _mm512_set1_epi16((short)(8 * h + 4 * k)));
-                isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p, _mm512_permutexvar_epi16(idx, scales)));
-            }
-        }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(half(b + 208) * x->d), _mm512_cvtepi32_ps(isum), acc);
+        const q6_K_unpacked k = q6_K_unpack(b);
+        acc = q6_K_fma(&k, x, acc);
     }
     return _mm512_reduce_add_ps(acc);
 }
