@@ -179,7 +179,8 @@ static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, 
 static const tm_type batched_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K,
                                          TM_TYPE_Q6_K, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                          TM_TYPE_IQ4_NL };
-static const tm_type batched_avx512_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K };
+static const tm_type batched_avx512_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K,
+                                                TM_TYPE_Q6_K };
 static const tm_type batched_f32_types[] = { TM_TYPE_F16, TM_TYPE_BF16 };
 static const tm_type batched_f32_types_avx512[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16 };
 #define N_OF(a) (sizeof(a) / sizeof(a)[0])
@@ -268,8 +269,8 @@ Test(matmul, batched_kernels_against_scalar)
             batched_against_scalar("avx2", batched_f32_types[ti], mode, seed);
 }
 
-/* The same on AVX-512 (skipped where the CPU lacks it): its own batched kernels (q8_0, q4_K,
- * q6_K) and AVX2's that it keeps (batched_registry below) */
+/* The same on AVX-512 (skipped where the CPU lacks it): its own batched kernels (q8_0, q4_0,
+ * q4_K, q6_K) and AVX2's that it keeps (batched_registry below) */
 Test(matmul, batched_avx512_kernels_against_scalar)
 {
     use_isa("avx512");
@@ -279,24 +280,25 @@ Test(matmul, batched_avx512_kernels_against_scalar)
         batched_against_scalar("avx512", batched_types[ti], TM_MATVEC_Q8, seed);
 }
 
-/* q8_0 rows of an odd number of blocks (1, 3, 5, 33: the batched kernels' last block alone,
- * after the pairs of AVX-512's), ragged n around the groups of 4: every column tm_matvec's y bit
- * for bit and within its bound. The golden and random rows are whole pairs. */
-static void q8_0_odd_rows_on(const char *isa)
+/* q8_0 and q4_0 rows of an odd number of blocks (1, 3, 5, 33: the batched kernels' last block
+ * alone, after the pairs of AVX-512's), ragged n around the groups of 4: every column
+ * tm_matvec's y bit for bit and within its bound. The golden and random rows are whole pairs. */
+static void odd_rows_on(const char *isa, tm_type type)
 {
     use_isa(isa);
     const uint64_t seed = (uint64_t)time(NULL);
-    cr_log_info("matmul q8_0 odd rows on %s: seed %llu", isa, (unsigned long long)seed);
+    cr_log_info("matmul %s odd rows on %s: seed %llu", tm_type_name(type), isa,
+                (unsigned long long)seed);
     const size_t n_blocks[] = { 1, 3, 5, 33 }, ns[] = { 4, 9 }, rows = 37;
     for (size_t bi = 0; bi < N_OF(n_blocks); bi++) {
         const size_t cols = 32 * n_blocks[bi];
-        uint8_t *p = new_random_blocks(TM_TYPE_Q8_0, rows * n_blocks[bi], seed + bi);
-        float *wf = decoded(TM_TYPE_Q8_0, p, rows * cols, isa);
-        const tm_tensor t = tensor_over("w", TM_TYPE_Q8_0, p, cols, rows);
+        uint8_t *p = new_random_blocks(type, rows * n_blocks[bi], seed + bi);
+        float *wf = decoded(type, p, rows * cols, isa);
+        const tm_tensor t = tensor_over("w", type, p, cols, rows);
         for (size_t ni = 0; ni < N_OF(ns); ni++) {
             char what[128];
-            snprintf(what, sizeof what, "q8_0 rows of %zu blocks on %s (seed %llu)", n_blocks[bi],
-                     isa, (unsigned long long)seed);
+            snprintf(what, sizeof what, "%s rows of %zu blocks on %s (seed %llu)",
+                     tm_type_name(type), n_blocks[bi], isa, (unsigned long long)seed);
             check_matmul(what, &t, wf, ns[ni], TM_MATVEC_Q8, seed + 5 * ni);
         }
         free(p);
@@ -304,8 +306,10 @@ static void q8_0_odd_rows_on(const char *isa)
     }
 }
 
-Test(matmul, q8_0_odd_rows_avx2) { q8_0_odd_rows_on("avx2"); }
-Test(matmul, q8_0_odd_rows_avx512) { q8_0_odd_rows_on("avx512"); }
+Test(matmul, q8_0_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_Q8_0); }
+Test(matmul, q8_0_odd_rows_avx512) { odd_rows_on("avx512", TM_TYPE_Q8_0); }
+Test(matmul, q4_0_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_Q4_0); }
+Test(matmul, q4_0_odd_rows_avx512) { odd_rows_on("avx512", TM_TYPE_Q4_0); }
 
 /* AVX-512's own float32-x kernels, both modes (TM_MATVEC_Q8 runs the F32 family's kernels for
  * these types: x stays float32); each is AVX-512's (the registry keeps it beside its own
@@ -428,8 +432,8 @@ static unsigned batched_registry(unsigned mode, const tm_type *listed_types, siz
 
 Test(matmul, batched_kernels_only_beside_the_kernel_they_reproduce)
 {
-    /* AVX2's q4_0, q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's
-     * 1-column kernel for them) and its own q8_0, q4_K, q6_K */
+    /* AVX2's q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's 1-column
+     * kernel for them) and its own q8_0, q4_0, q4_K, q6_K */
     cr_assert_eq(batched_registry(TM_MATVEC_Q8, batched_types, N_OF(batched_types),
                                   batched_avx512_types, N_OF(batched_avx512_types)),
                  9u);

@@ -1,7 +1,7 @@
 /* AVX-512 TM_MATVEC_Q8 kernels for tm_matmul: one row of W against TM__MM_COLS columns of x at
- * once, for q8_0, q4_K and q6_K (the 1-column kernels of matvec_avx512.c; AVX-512 runs AVX2's
- * 1-column and batched kernels for the other 8-bit types). Built with their own -m flags; only
- * the table is exported.
+ * once, for q8_0, q4_0, q4_K and q6_K (the 1-column kernels of matvec_avx512.c; AVX-512 runs
+ * AVX2's 1-column and batched kernels for the other 8-bit types). Built with their own -m
+ * flags; only the table is exported.
  *
  * Each kernel walks the row's blocks once: a block's codes (signs taken for maddubs, nibbles
  * split, q6_K's high bits merged) and its scales are unpacked once by avx512_common.h's
@@ -21,34 +21,38 @@
  * the stack */
 #define UNROLLED _Pragma("GCC unroll 8")
 
-/* as dot_q8_0_q8_avx512: pairs of blocks into one float vector per column, its sum, then an odd
- * last block's term */
-static void mm_q8_0_q8_avx512(const void *w, const void *const xq[COLS], size_t n_blocks,
-                              float y[COLS])
-{
-    const uint8_t *b = w;
-    const tm__q8_0x *x[COLS];
-    __m512 acc[COLS];
-    UNROLLED for (int c = 0; c < COLS; c++) {
-        x[c] = xq[c];
-        acc[c] = _mm512_setzero_ps();
+/* as dot_q8_0_q8_avx512 and dot_q4_0_q8_avx512: pairs of blocks into one float vector per
+ * column, its sum, then an odd last block's term */
+#define MM_PAIRS(name, block, pair_unpack, last_unpack)                                       \
+    static void name(const void *w, const void *const xq[COLS], size_t n_blocks,             \
+                     float y[COLS])                                                           \
+    {                                                                                         \
+        const uint8_t *b = w;                                                                 \
+        const tm__q8_0x *x[COLS];                                                             \
+        __m512 acc[COLS];                                                                     \
+        UNROLLED for (int c = 0; c < COLS; c++) {                                             \
+            x[c] = xq[c];                                                                     \
+            acc[c] = _mm512_setzero_ps();                                                     \
+        }                                                                                     \
+        size_t i = 0;                                                                         \
+        for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(block)) {                           \
+            const signed_codes q = pair_unpack(b);                                            \
+            const float d0 = half(b), d1 = half(b + sizeof(block));                           \
+            UNROLLED for (int c = 0; c < COLS; c++)                                           \
+                acc[c] = q8_0x_pair_fma(q, d0, d1, x[c] + i, acc[c]);                         \
+        }                                                                                     \
+        UNROLLED for (int c = 0; c < COLS; c++)                                               \
+            y[c] = _mm512_reduce_add_ps(acc[c]);                                              \
+        if (i < n_blocks) {                                                                   \
+            const signed_codes256 q = last_unpack(b);                                         \
+            const float d = half(b);                                                          \
+            UNROLLED for (int c = 0; c < COLS; c++)                                           \
+                y[c] += q8_0x_last_term(q, d, x[c] + i);                                      \
+        }                                                                                     \
     }
-    size_t i = 0;
-    for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(tm__block_q8_0)) {
-        const signed_codes q = q8_0_pair_unpack(b);
-        const float d0 = half(b), d1 = half(b + sizeof(tm__block_q8_0));
-        UNROLLED for (int c = 0; c < COLS; c++)
-            acc[c] = q8_0_pair_fma(q, d0, d1, x[c] + i, acc[c]);
-    }
-    UNROLLED for (int c = 0; c < COLS; c++)
-        y[c] = _mm512_reduce_add_ps(acc[c]);
-    if (i < n_blocks) {
-        const signed_codes256 q = q8_0_last_unpack(b);
-        const float d = half(b);
-        UNROLLED for (int c = 0; c < COLS; c++)
-            y[c] += q8_0_last_term(q, d, x[c] + i);
-    }
-}
+MM_PAIRS(mm_q8_0_q8_avx512, tm__block_q8_0, q8_0_pair_unpack, q8_0_last_unpack)
+MM_PAIRS(mm_q4_0_q8_avx512, tm__block_q4_0, q4_0_pair_unpack, q4_0_last_unpack)
+#undef MM_PAIRS
 
 /* as dot_q4_K_q8_avx512: the int32 lanes and the mins into two float vectors per column */
 static void mm_q4_K_q8_avx512(const void *w, const void *const xq[COLS], size_t n_blocks,
@@ -93,6 +97,7 @@ static void mm_q6_K_q8_avx512(const void *w, const void *const xq[COLS], size_t 
 const tm__kernels tm__kernels_matmul_avx512_q8 = {
     .mm_q8 = {
         [TM_TYPE_Q8_0] = mm_q8_0_q8_avx512,
+        [TM_TYPE_Q4_0] = mm_q4_0_q8_avx512,
         [TM_TYPE_Q4_K] = mm_q4_K_q8_avx512,
         [TM_TYPE_Q6_K] = mm_q6_K_q8_avx512,
     },

@@ -3,7 +3,7 @@
  * The AVX2 file's schemes on 16 lanes: TM_MATVEC_F32 widens the codes to float in registers
  * (q4_K's weights decoded exactly as ggml rounds them), float partial sums of at most four
  * products per lane, then double; TM_MATVEC_Q8 is ggml's maddubs/madd integer scheme on 64 bytes at a
- * time. Types missing here (q4_0 in TM_MATVEC_Q8) run the AVX2 kernel.
+ * time. Types missing here (TM_MATVEC_Q8's other types) run the AVX2 kernel.
  * Only the table is exported; every function is static. */
 #include "../kernels.h"
 
@@ -168,21 +168,26 @@ static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
 /* The blocks' steps are avx512_common.h's, shared with matmul_avx512_q8.c's batched kernels:
  * per block, its codes and scales unpacked, then the multiply-add of this x. */
 
-/* q8_0: two blocks per 64-byte vector, summed at the end; an odd last block with 32-byte
- * vectors, added to that sum. */
-static float dot_q8_0_q8_avx512(const void *w, const void *xq, size_t n_blocks)
-{
-    const uint8_t *b = w;
-    const tm__q8_0x *x = xq;
-    __m512 acc = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(tm__block_q8_0), x += 2)
-        acc = q8_0_pair_fma(q8_0_pair_unpack(b), half(b), half(b + sizeof(tm__block_q8_0)), x, acc);
-    float sum = _mm512_reduce_add_ps(acc);
-    if (i < n_blocks)
-        sum += q8_0_last_term(q8_0_last_unpack(b), half(b), x);
-    return sum;
-}
+/* q8_0 and q4_0 (x as q8_0 blocks): two blocks per 64-byte vector, one float multiply-add per
+ * pair (lanes 0..7 block 0's, 8..15 block 1's), the sixteen lanes summed at the end (the
+ * reduction's order); an odd last block with 32-byte vectors, its term added to that sum. */
+#define DOT_PAIRS(name, block, pair_unpack, last_unpack)                                      \
+    static float name(const void *w, const void *xq, size_t n_blocks)                        \
+    {                                                                                         \
+        const uint8_t *b = w;                                                                 \
+        const tm__q8_0x *x = xq;                                                              \
+        __m512 acc = _mm512_setzero_ps();                                                     \
+        size_t i = 0;                                                                         \
+        for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(block), x += 2)                     \
+            acc = q8_0x_pair_fma(pair_unpack(b), half(b), half(b + sizeof(block)), x, acc);   \
+        float sum = _mm512_reduce_add_ps(acc);                                                \
+        if (i < n_blocks)                                                                     \
+            sum += q8_0x_last_term(last_unpack(b), half(b), x);                               \
+        return sum;                                                                           \
+    }
+DOT_PAIRS(dot_q8_0_q8_avx512, tm__block_q8_0, q8_0_pair_unpack, q8_0_last_unpack)
+DOT_PAIRS(dot_q4_0_q8_avx512, tm__block_q4_0, q4_0_pair_unpack, q4_0_last_unpack)
+#undef DOT_PAIRS
 
 /* q4_K: per block one float multiply-add of the int32 lanes by d dx, and one of the mins by
  * dmin dx; no horizontal sum until the end. */
@@ -223,6 +228,7 @@ const tm__kernels tm__kernels_matvec_avx512 = {
     },
     .mv_q8 = {
         [TM_TYPE_Q8_0] = dot_q8_0_q8_avx512,
+        [TM_TYPE_Q4_0] = dot_q4_0_q8_avx512,
         [TM_TYPE_Q4_K] = dot_q4_K_q8_avx512,
         [TM_TYPE_Q6_K] = dot_q6_K_q8_avx512,
     },
