@@ -257,27 +257,35 @@ static void batched_against_scalar(const char *isa, tm_type type, unsigned mode,
     free(ys);
 }
 
-Test(matmul, batched_kernels_against_scalar)
+/* Every batched kernel path isa runs against the scalar path: the 8-bit types in TM_MATVEC_Q8,
+ * the float32-x ones in both modes (their TM_MATVEC_Q8 keeps x in float32). */
+static void all_batched_against_scalar(const char *isa, const tm_type *q8, size_t n_q8,
+                                       const tm_type *f32, size_t n_f32)
 {
-    use_isa("avx2");
+    use_isa(isa);
     const uint64_t seed = (uint64_t)time(NULL);
-    cr_log_info("matmul batched kernels against scalar: seed %llu", (unsigned long long)seed);
-    for (size_t ti = 0; ti < N_OF(batched_types); ti++)
-        batched_against_scalar("avx2", batched_types[ti], TM_MATVEC_Q8, seed);
-    for (size_t ti = 0; ti < N_OF(batched_f32_types); ti++)
+    cr_log_info("matmul batched %s kernels against scalar: seed %llu", isa,
+                (unsigned long long)seed);
+    for (size_t ti = 0; ti < n_q8; ti++)
+        batched_against_scalar(isa, q8[ti], TM_MATVEC_Q8, seed);
+    for (size_t ti = 0; ti < n_f32; ti++)
         for (unsigned mode = 0; mode < 2; mode++)
-            batched_against_scalar("avx2", batched_f32_types[ti], mode, seed);
+            batched_against_scalar(isa, f32[ti], mode, seed);
 }
 
-/* The same on AVX-512 (skipped where the CPU lacks it): its own batched kernels (q8_0, q4_0,
- * q4_K, q6_K) and AVX2's that it keeps (batched_registry below) */
+Test(matmul, batched_kernels_against_scalar)
+{
+    all_batched_against_scalar("avx2", batched_types, N_OF(batched_types), batched_f32_types,
+                               N_OF(batched_f32_types));
+}
+
+/* The same on AVX-512 (skipped where the CPU lacks it): its own batched kernels (8-bit q8_0,
+ * q4_0, q4_K, q6_K; float32-x f32, f16, bf16) and AVX2's that it keeps (batched_registry
+ * below) */
 Test(matmul, batched_avx512_kernels_against_scalar)
 {
-    use_isa("avx512");
-    const uint64_t seed = (uint64_t)time(NULL);
-    cr_log_info("matmul batched avx512 kernels against scalar: seed %llu", (unsigned long long)seed);
-    for (size_t ti = 0; ti < N_OF(batched_types); ti++)
-        batched_against_scalar("avx512", batched_types[ti], TM_MATVEC_Q8, seed);
+    all_batched_against_scalar("avx512", batched_types, N_OF(batched_types),
+                               batched_f32_types_avx512, N_OF(batched_f32_types_avx512));
 }
 
 /* q8_0 and q4_0 rows of an odd number of blocks (1, 3, 5, 33: the batched kernels' last block
@@ -310,27 +318,6 @@ Test(matmul, q8_0_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_Q8_0); }
 Test(matmul, q8_0_odd_rows_avx512) { odd_rows_on("avx512", TM_TYPE_Q8_0); }
 Test(matmul, q4_0_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_Q4_0); }
 Test(matmul, q4_0_odd_rows_avx512) { odd_rows_on("avx512", TM_TYPE_Q4_0); }
-
-/* AVX-512's own float32-x kernels, both modes (TM_MATVEC_Q8 runs the F32 family's kernels for
- * these types: x stays float32); each is AVX-512's (the registry keeps it beside its own
- * 1-column kernel), so the products checked are theirs, not AVX2's or the 1-column kernel's. */
-Test(matmul, batched_f32_kernels_against_scalar_avx512)
-{
-    use_isa("avx512");
-    const uint64_t seed = (uint64_t)time(NULL);
-    cr_log_info("matmul avx512 float32-x batched kernels against scalar: seed %llu",
-                (unsigned long long)seed);
-    for (size_t ti = 0; ti < N_OF(batched_f32_types_avx512); ti++) {
-        const tm_type type = batched_f32_types_avx512[ti];
-        unsigned from = 99;
-        cr_assert(tm__matmul_kernel_for(TM__ISA_AVX512, type, TM_MATVEC_F32, &from) &&
-                      from == TM__ISA_AVX512,
-                  "%s: no batched kernel of AVX-512's own (from path %u)", tm_type_name(type),
-                  from);
-        for (unsigned mode = 0; mode < 2; mode++)
-            batched_against_scalar("avx512", type, mode, seed);
-    }
-}
 
 /* Rows of float types of every length the float32-x kernels of path isa cut differently, ragged
  * n around the groups of 4, 1, 2 and 3 threads, both modes: every column tm_matvec's y bit for
