@@ -318,6 +318,9 @@ Test(matmul, q8_0_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_Q8_0); }
 Test(matmul, q8_0_odd_rows_avx512) { odd_rows_on("avx512", TM_TYPE_Q8_0); }
 Test(matmul, q4_0_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_Q4_0); }
 Test(matmul, q4_0_odd_rows_avx512) { odd_rows_on("avx512", TM_TYPE_Q4_0); }
+/* mxfp4 goes four blocks at a time on AVX2 (the fallback of AVX-512): rows of 1, 3, 5, 33 end
+ * in 1, 3, 1, 1 blocks alone */
+Test(matmul, mxfp4_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_MXFP4); }
 
 /* Rows of float types of every length the float32-x kernels of path isa cut differently, ragged
  * n around the groups of 4, 1, 2 and 3 threads, both modes: every column tm_matvec's y bit for

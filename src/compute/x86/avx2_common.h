@@ -67,4 +67,26 @@ static inline int32_t hsum_epi32(__m256i v)
     return hsum128(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
 }
 
+/* (lane 0 + lane 1) + (lane 2 + lane 3) */
+static inline double hsum_pd(__m256d v)
+{
+    const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(_mm_unpacklo_pd(t, t), _mm_unpackhi_pd(t, t)));
+}
+
+/* mxfp4, four blocks at b against the four q8_0 x blocks at x, s[k] the int32 lanes of block
+ * k's codes . x: acc + e_k dx_k (sum of s[k]) in double lane k (e_k dx_k exact: a power of two
+ * times a float; one rounding for the product with the sum, one for the add) */
+static inline __m256d mxfp4_quad(__m256d acc, const uint8_t *b, const tm__q8_0x *x,
+                                 const __m256i s[4])
+{
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    const size_t bb = sizeof(tm__block_mxfp4);
+    const __m256d e = _mm256_setr_pd(tm__e8m0_half(b[0]), tm__e8m0_half(b[bb]),
+                                     tm__e8m0_half(b[2 * bb]), tm__e8m0_half(b[3 * bb]));
+    const __m256d d = _mm256_setr_pd(x[0].d, x[1].d, x[2].d, x[3].d);
+    return _mm256_add_pd(acc, _mm256_mul_pd(_mm256_mul_pd(e, d), _mm256_cvtepi32_pd(sums)));
+}
+
 #endif /* TM_COMPUTE_X86_AVX2_COMMON_H */

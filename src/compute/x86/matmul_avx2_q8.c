@@ -138,22 +138,43 @@ MM_LANES32(mm_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_codes, with_signs, pairs_
 
 /* ---- mxfp4: the block's integer sum scaled in double ---------------------------------------- */
 
+/* per column as matvec_avx2_q8.c's dot_mxfp4_q8_avx2: four blocks at a time into the column's
+ * four double lanes (mxfp4_quad), the last n % 4 into a double of their own, the same final sum */
 static void mm_mxfp4_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
                              float y[COLS])
 {
     const uint8_t *b = w;
-    double acc[COLS] = { 0 };
-    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_mxfp4)) {
+    __m256d acc[COLS];
+    double tail[COLS];
+    for (int c = 0; c < COLS; c++) {
+        acc[c] = _mm256_setzero_pd();
+        tail[c] = 0.0;
+    }
+    size_t i = 0;
+    for (; i + 4 <= n_blocks; i += 4, b += 4 * sizeof(tm__block_mxfp4)) {
+        signed_codes q[4];
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            q[k] = with_signs(looked_up(tm__kvalues_fp4, b + (size_t)k * sizeof(tm__block_mxfp4) + 1));
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        {
+            const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;
+            __m256i s[4];
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                s[k] = dot_s(q[k], ld256(x[k].qs));
+            acc[c] = mxfp4_quad(acc[c], b, x, s);
+        }
+    }
+    for (; i < n_blocks; i++, b += sizeof(tm__block_mxfp4)) {
         const signed_codes q = with_signs(looked_up(tm__kvalues_fp4, b + 1));
         const double e = (double)tm__e8m0_half(b[0]);
         _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
         {
             const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;
-            acc[c] += e * (double)x->d * hsum_epi32(dot_s(q, ld256(x->qs)));
+            tail[c] += e * (double)x->d * hsum_epi32(dot_s(q, ld256(x->qs)));
         }
     }
     for (int c = 0; c < COLS; c++)
-        y[c] = (float)acc[c];
+        y[c] = (float)(hsum_pd(acc[c]) + tail[c]);
 }
 
 /* ---- 256-element blocks, x as q8_K ---------------------------------------------------------- */
