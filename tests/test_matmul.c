@@ -288,9 +288,10 @@ Test(matmul, batched_avx512_kernels_against_scalar)
                                batched_f32_types_avx512, N_OF(batched_f32_types_avx512));
 }
 
-/* q8_0 and q4_0 rows of an odd number of blocks (1, 3, 5, 33: the batched kernels' last block
- * alone, after the pairs of AVX-512's), ragged n around the groups of 4: every column
- * tm_matvec's y bit for bit and within its bound. The golden and random rows are whole pairs. */
+/* Rows of 1, 3, 5, 33 blocks of a 32-element type (the blocks left after AVX-512's pairs of
+ * q8_0 and q4_0, after AVX2's fours of mxfp4), ragged n around the groups of 4: every column
+ * tm_matvec's y bit for bit and within its bound. The golden and random rows are whole pairs
+ * and fours. */
 static void odd_rows_on(const char *isa, tm_type type)
 {
     use_isa(isa);
@@ -318,8 +319,7 @@ Test(matmul, q8_0_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_Q8_0); }
 Test(matmul, q8_0_odd_rows_avx512) { odd_rows_on("avx512", TM_TYPE_Q8_0); }
 Test(matmul, q4_0_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_Q4_0); }
 Test(matmul, q4_0_odd_rows_avx512) { odd_rows_on("avx512", TM_TYPE_Q4_0); }
-/* mxfp4 goes four blocks at a time on AVX2 (the fallback of AVX-512): rows of 1, 3, 5, 33 end
- * in 1, 3, 1, 1 blocks alone */
+/* mxfp4 is AVX2's on AVX-512 too */
 Test(matmul, mxfp4_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_MXFP4); }
 
 /* Rows of float types of every length the float32-x kernels of path isa cut differently, ragged

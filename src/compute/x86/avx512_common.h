@@ -158,10 +158,7 @@ static inline float q8_0x_last_term(signed_codes256 q, float d, const tm__q8_0x 
 {
     const __m256i p = _mm256_maddubs_epi16(q.abs, _mm256_sign_epi8(ld256(x->qs), q.sign));
     const __m256i s = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
-    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
-    return d * x->d * (float)_mm_cvtsi128_si32(t);
+    return d * x->d * (float)_mm512_reduce_add_epi32(_mm512_zextsi256_si512(s)); /* exact */
 }
 
 /* int16 lanes: a in the low 256 bits, b in the high */
