@@ -108,7 +108,7 @@ SONAME := libtensormap.so.$(SOMAJOR)
 SHARED := $(B)/libtensormap.so.$(VERSION)
 
 .PHONY: all lib demo test test-build check test-golden bench fuzz install uninstall test-install clean deps \
-        check-exports check-layers check-san cross-arm check-arm test-python wheel bench-ggml
+        check-exports check-layers check-san cross-arm check-arm test-arm test-python wheel bench-ggml
 all: lib $(B)/tensormap $(B)/tensormap.1 $(EXAMPLES) $(B)/demo.gguf
 
 lib: $(STATIC) $(SHARED)
@@ -259,6 +259,15 @@ check:
 	$(MAKE) WERROR=-Werror test test-install check-layers
 	$(MAKE) WERROR=-Werror SAN=1 -j$(JOBS) test-build
 	$(MAKE) WERROR=-Werror SAN=1 test
+	$(MAKE) WERROR=-Werror test-arm
+
+# check-arm when the cross toolchain and qemu are there or can be installed (scripts/deps.sh
+# arm); otherwise the NEON path is not run, and the last line of make check says so.
+test-arm:
+	$(Q)./scripts/deps.sh arm || true
+	$(Q)if command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64-static >/dev/null; \
+	then $(MAKE) check-arm; \
+	else echo "SKIPPED: the NEON path (make check-arm) was not run: no aarch64-linux-gnu-gcc or qemu-aarch64-static (as root: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static)"; fi
 
 # The library (NEON kernels included) compiled for aarch64 by Debian's cross-compiler with the
 # project's warnings: proof that it builds there. Linked into a static library, never run here.

@@ -16,8 +16,12 @@
 # tests/support/s3/package-lock.json pins, installed there by `npm ci`; without it they skip,
 # saying so).
 #
+# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user-static (the NEON path, cross-built
+# and run under qemu by make check-arm; without them make check skips it, saying so).
+#
 #   scripts/deps.sh lib     what the library and the tool build against (CURL=0: no libcurl)
 #   scripts/deps.sh test    what the test suite adds
+#   scripts/deps.sh arm     the cross toolchain and qemu for the NEON check
 set -e
 missing=""
 have_header() { echo "#include <$1>" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
@@ -47,7 +51,11 @@ have_module xxhash                || missing="$missing python3-xxhash"
 command -v node >/dev/null 2>&1   || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1    || missing="$missing npm"
 ;;
-*) echo "usage: scripts/deps.sh lib|test" >&2; exit 2 ;;
+arm)
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || missing="$missing gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
+command -v qemu-aarch64-static >/dev/null 2>&1   || missing="$missing qemu-user-static"
+;;
+*) echo "usage: scripts/deps.sh lib|test|arm" >&2; exit 2 ;;
 esac
 # s3rver into tests/support/s3/node_modules, once npm is there; a failure (no registry) leaves
 # the s3:// tests to skip, saying why

@@ -3,7 +3,8 @@
  * scalar path: TM_MATVEC_F32 within 1e-6 of max|y| of the double product of ggml's
  * decoded values; TM_MATVEC_Q8 within 1e-5 of max|y| of the scalar path's TM_MATVEC_Q8 (which the
  * x86 suite holds to the 8-bit bound); and which path's kernel the NEON path runs per mode and
- * type (tests/support/kernel_pins.h). Exit 1 on any failure. */
+ * type (tests/support/kernel_pins.h); and tm_matmul on the NEON path, 5 columns on 1 and 2
+ * threads, column for column bit for bit tm_matvec's (its contract). Exit 1 on any failure. */
 #include "../support/kernel_pins.h"
 #include "tensormap.h"
 
@@ -52,6 +53,44 @@ static void check(const tm_tensor *t, const char *name, const float *want)
     free(ref);
 }
 
+/* tm_matmul on NEON against tm_matvec on NEON per column: five columns (the batched tile and a
+ * ragged one), each x scaled and shifted, so that no two are alike. */
+static void check_matmul(const tm_tensor *t, const char *name)
+{
+    enum { N = 5 };
+    const size_t rows = (size_t)tm_tensor_rows(t), cols = (size_t)t->ne[0];
+    float *X = malloc(N * cols * 4), *Y = malloc(N * rows * 4), *y = malloc(rows * 4);
+    for (size_t j = 0; j < N; j++)
+        for (size_t c = 0; c < cols; c++)
+            X[j * cols + c] = (float)cos((double)c * 0.21 + (double)j) * (float)(j + 1);
+    tm_error err;
+    for (unsigned mode = 0; mode < 2; mode++)
+        for (unsigned threads = 1; threads <= 2; threads++) {
+            if (tm_set_isa("neon", &err) != TM_OK ||
+                tm_matmul(t, X, cols, N, Y, mode, threads, &err) != TM_OK) {
+                printf("FAIL matmul %s mode %u: %s\n", name, mode, err.message);
+                failures++;
+                continue;
+            }
+            for (size_t j = 0; j < N; j++) {
+                if (tm_matvec(t, X + j * cols, y, mode, 1, &err) != TM_OK) {
+                    printf("FAIL matvec %s mode %u: %s\n", name, mode, err.message);
+                    failures++;
+                    break;
+                }
+                if (memcmp(y, Y + j * rows, rows * 4) != 0) {
+                    printf("FAIL matmul %s mode %u, %u threads: column %zu is not tm_matvec's\n",
+                           name, mode, threads, j);
+                    failures++;
+                    break;
+                }
+            }
+        }
+    free(X);
+    free(Y);
+    free(y);
+}
+
 int main(void)
 {
     const char *corpus = getenv("TM_CORPUS") ? getenv("TM_CORPUS") : "../shared/corpus";
@@ -87,6 +126,7 @@ int main(void)
             return 1;
         }
         check(t, name, want);
+        check_matmul(t, name);
         checked++;
         free(want);
     }
@@ -99,8 +139,8 @@ int main(void)
         }
         printf("neon %s kernels pinned: %d\n", pin_family_names[f], pins);
     }
-    printf("matvec on neon and scalar: %d golden tensors checked, %d failures\n", checked,
-           failures);
+    printf("matvec on neon and scalar, matmul on neon: %d golden tensors checked, %d failures\n",
+           checked, failures);
     fclose(tsv);
     fclose(f32);
     tm_close(tf);
