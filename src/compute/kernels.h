@@ -124,16 +124,20 @@ enum { TM__MM_COLS = 4 };
 typedef void tm__mm_q8_fn(const void *w, const void *const xq[TM__MM_COLS], size_t n_blocks,
                           float y[TM__MM_COLS]);
 
-/* The same for tm_matmul's float32-x kernels (f16, bf16; f32 on AVX-512): ONE row of W
- * (n_blocks blocks) against TM__MM_COLS columns of x as float32, x[c] the c-th column. y[c] is,
- * bit for bit, what the same path's tm__mv_f32_fn gives for the row and x[c]: per column its
- * float operations in its order and lanes, each vector of weights (eight on AVX2, sixteen on
- * AVX-512) loaded and widened to float once for all the columns. tm_matmul
- * runs it wherever the columns' plans run the path's tm__mv_f32_fn (TM_MATVEC_F32, and
+/* tm_matmul's float32-x kernels (f16, bf16; f32 on AVX-512): n_rows (1..TM__MM_ROWS) rows of
+ * W, row_bytes apart from w (n_blocks blocks each), against TM__MM_COLS columns of x as float32,
+ * x[c] the c-th column; y[r * TM__MM_COLS + c] is row r against column c. That is, bit for bit,
+ * what the same path's tm__mv_f32_fn gives for the row and x[c]: per column its float operations
+ * in its order and lanes, each vector of weights (eight on AVX2, sixteen on AVX-512) loaded and
+ * widened to float once for all the columns. The rows go together so that the kernel can take
+ * them one stretch of the row at a time: a stretch of the columns, read once from memory, stays
+ * in the nearest cache for all the rows (four float32 columns of 4096 do not fit it whole).
+ * tm_matmul runs it wherever the columns' plans run the path's tm__mv_f32_fn (TM_MATVEC_F32, and
  * TM_MATVEC_Q8 for the types that keep x in float32); isa.c keeps it only beside the
  * tm__mv_f32_fn of the same path. */
-typedef void tm__mm_f32_fn(const void *w, const float *const x[TM__MM_COLS], size_t n_blocks,
-                           float y[TM__MM_COLS]);
+enum { TM__MM_ROWS = 16 };
+typedef void tm__mm_f32_fn(const void *w, size_t row_bytes, size_t n_rows,
+                           const float *const x[TM__MM_COLS], size_t n_blocks, float *y);
 
 /* ---- the table ---------------------------------------------------------------------------- */
 

@@ -21,6 +21,11 @@
 /* W per tile: a quarter of a 512 KiB-1 MiB L2, leaving the rest to the columns of X streaming by */
 #define TILE_BYTES (128u << 10)
 
+/* Columns and rows go by in blocks of BLOCK (run_tile) */
+#define BLOCK 16u
+_Static_assert(BLOCK % TM__MM_COLS == 0, "a block of columns is whole groups of the kernel's");
+_Static_assert(BLOCK <= TM__MM_ROWS, "a block of rows is one call of the float32-x kernel");
+
 typedef struct columns {
     unsigned char *plans; /* n plans of tm__mv_column_size() bytes, stride apart */
     size_t stride;
@@ -40,23 +45,25 @@ typedef struct columns {
     uint64_t ldy;
 } columns;
 
-/* Rows [r0, r1) of columns [j, j + TM__MM_COLS) by the batched kernel: each row's blocks are
- * read and unpacked (or widened) once for the group, and each y is the 1-column kernel's bit for bit. */
+/* Rows [r0, r1) (at most BLOCK) of columns [j, j + TM__MM_COLS) by the batched kernel: each
+ * row's blocks are read and unpacked (or widened) once for the group, and each y is the 1-column
+ * kernel's bit for bit. */
 static void batched_rows(const columns *c, uint64_t j, uint64_t r0, uint64_t r1)
 {
-    const float *x[TM__MM_COLS];
-    for (unsigned k = 0; k < TM__MM_COLS && c->mm_f32; k++)
-        x[k] = c->X + (j + k) * c->k;
-    for (uint64_t r = r0; r < r1; r++) {
-        const uint8_t *row = c->w + r * c->row_bytes;
-        float y[TM__MM_COLS];
-        if (c->mm_q8)
-            c->mm_q8(row, c->xq + j, c->n_blocks, y);
-        else
-            c->mm_f32(row, x, c->n_blocks, y);
+    float y[BLOCK][TM__MM_COLS];
+    if (c->mm_q8) {
+        for (uint64_t r = r0; r < r1; r++)
+            c->mm_q8(c->w + r * c->row_bytes, c->xq + j, c->n_blocks, y[r - r0]);
+    } else {
+        const float *x[TM__MM_COLS];
         for (unsigned k = 0; k < TM__MM_COLS; k++)
-            c->Y[(j + k) * c->ldy + r] = y[k];
+            x[k] = c->X + (j + k) * c->k;
+        c->mm_f32(c->w + r0 * c->row_bytes, c->row_bytes, (size_t)(r1 - r0), x, c->n_blocks,
+                  y[0]);
     }
+    for (uint64_t r = r0; r < r1; r++)
+        for (unsigned k = 0; k < TM__MM_COLS; k++)
+            c->Y[(j + k) * c->ldy + r] = y[r - r0][k];
 }
 
 /* Rows [first, first + count): every column over this tile, in blocks of BLOCK columns by
@@ -64,8 +71,6 @@ static void batched_rows(const columns *c, uint64_t j, uint64_t r0, uint64_t r1)
  * stay in the nearest cache while each meets all of the other's. Inside a block, whole groups
  * of TM__MM_COLS columns take the batched kernel when there is one, the rest the 1-column
  * kernel (the same bits either way). */
-#define BLOCK 16u
-_Static_assert(BLOCK % TM__MM_COLS == 0, "a block of columns is whole groups of the kernel's");
 
 static void run_tile(const void *ctx, uint64_t first, uint64_t count)
 {

@@ -7,9 +7,11 @@
  * multiply-add chain, accumulator 0 then also each whole eight left when fewer than 32 remain
  * after the segment; the four go into double as (a0 + a1) + (a2 + a3); the last n % 8 through a
  * zero-padded copy; the same double sum at the end. What differs is only what is shared and
- * when: each eight weights are widened to float once for all the columns, and the four chains of
- * a segment run two at a time (each chain's own order unchanged), so that eight column
- * accumulators, not sixteen, are live at a time. So y[c] is the 1-column kernel's result for
+ * when: each eight weights are widened to float once for all the columns, the four chains of a
+ * segment run two at a time (each chain's own order unchanged), so that eight column
+ * accumulators, not sixteen, are live at a time, and the rows of a call go a segment at a time
+ * (each row's segments still in order), so that the columns' segment is read from L1 by every
+ * row. So y[c] is the 1-column kernel's result for
  * column c bit for bit, which tests/test_matmul.c checks against tm_matvec. Loads are unaligned
  * and never leave the row or a column. */
 #include "../kernels.h"
@@ -54,55 +56,63 @@ INLINE void chains(widen_fn *widen, const uint8_t *w, const float *const x[COLS]
             acc[k][c] = s[k][c];
 }
 
-INLINE void dot_halves(widen_fn *widen, const void *w, const float *const x[COLS], size_t n,
-                       float y[COLS])
+/* The rows a segment at a time (the columns' segment, 2 KiB, stays in L1 for all of them), each
+ * row's segments in the 1-column kernel's order; then each row's tail and sum. */
+INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t n_rows,
+                       const float *const x[COLS], size_t n, float *y)
 {
     const uint8_t *p = w;
-    dacc a[COLS];
-    for (int c = 0; c < COLS; c++)
-        a[c] = acc_zero();
+    dacc a[TM__MM_ROWS][COLS];
+    for (size_t r = 0; r < n_rows; r++)
+        for (int c = 0; c < COLS; c++)
+            a[r][c] = acc_zero();
     size_t i = 0;
     while (i + 8 <= n) {
         const size_t end = n - i < 128 ? i + (n - i) / 32 * 32 : i + 128;
         /* fewer than 32 left after the segment's 32s: accumulator 0 takes their whole eights */
         const size_t next = n - end < 32 ? end + (n - end) / 8 * 8 : end;
-        __m256 l[4][COLS];
-        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
-            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
-                l[q][c] = _mm256_setzero_ps();
-        chains(widen, p, x, i, end, 32, 2, l);
-        chains(widen, p, x, i + 16, end + 16, 32, 2, l + 2);
-        chains(widen, p, x, end, next, 8, 1, l);
-        for (int c = 0; c < COLS; c++)
-            acc_add(&a[c], _mm256_add_ps(_mm256_add_ps(l[0][c], l[1][c]),
-                                         _mm256_add_ps(l[2][c], l[3][c])));
+        for (size_t r = 0; r < n_rows; r++) {
+            const uint8_t *row = p + r * row_bytes;
+            __m256 l[4][COLS];
+            _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
+                _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+                    l[q][c] = _mm256_setzero_ps();
+            chains(widen, row, x, i, end, 32, 2, l);
+            chains(widen, row, x, i + 16, end + 16, 32, 2, l + 2);
+            chains(widen, row, x, end, next, 8, 1, l);
+            for (int c = 0; c < COLS; c++)
+                acc_add(&a[r][c], _mm256_add_ps(_mm256_add_ps(l[0][c], l[1][c]),
+                                                _mm256_add_ps(l[2][c], l[3][c])));
+        }
         i = next;
     }
-    if (i < n) {
-        uint8_t wt[16] = { 0 };
-        memcpy(wt, p + 2 * i, 2 * (n - i));
-        const __m256 wv = widen(wt);
-        for (int c = 0; c < COLS; c++) {
-            float xt[8] = { 0 };
-            memcpy(xt, x[c] + i, sizeof(float) * (n - i));
-            acc_add(&a[c], _mm256_mul_ps(wv, _mm256_loadu_ps(xt)));
+    for (size_t r = 0; r < n_rows; r++) {
+        if (i < n) {
+            uint8_t wt[16] = { 0 };
+            memcpy(wt, p + r * row_bytes + 2 * i, 2 * (n - i));
+            const __m256 wv = widen(wt);
+            for (int c = 0; c < COLS; c++) {
+                float xt[8] = { 0 };
+                memcpy(xt, x[c] + i, sizeof(float) * (n - i));
+                acc_add(&a[r][c], _mm256_mul_ps(wv, _mm256_loadu_ps(xt)));
+            }
         }
+        for (int c = 0; c < COLS; c++)
+            y[r * COLS + (size_t)c] = acc_sum(&a[r][c]);
     }
-    for (int c = 0; c < COLS; c++)
-        y[c] = acc_sum(&a[c]);
 }
 
 /* n_blocks: the row's elements (a block of f16 or bf16 is one) */
-static void mm_f16_avx2(const void *w, const float *const x[COLS], size_t n_blocks,
-                        float y[COLS])
+static void mm_f16_avx2(const void *w, size_t row_bytes, size_t n_rows,
+                        const float *const x[COLS], size_t n_blocks, float *y)
 {
-    dot_halves(f16x8, w, x, n_blocks, y);
+    dot_halves(f16x8, w, row_bytes, n_rows, x, n_blocks, y);
 }
 
-static void mm_bf16_avx2(const void *w, const float *const x[COLS], size_t n_blocks,
-                         float y[COLS])
+static void mm_bf16_avx2(const void *w, size_t row_bytes, size_t n_rows,
+                         const float *const x[COLS], size_t n_blocks, float *y)
 {
-    dot_halves(bf16x8, w, x, n_blocks, y);
+    dot_halves(bf16x8, w, row_bytes, n_rows, x, n_blocks, y);
 }
 
 const tm__kernels tm__kernels_matmul_avx2_f16 = {

@@ -8,8 +8,9 @@
  * elements at offset 16q of every 64 by one multiply-add chain, and the four go into double as
  * (a0 + a1) + (a2 + a3); the last n % 64 by one chain t of sixteen at a time, the last sixteen
  * or fewer through masked loads; t into double; the same double sum at the end. What differs
- * is only what is shared: each sixteen weights are loaded (and widened) once for all the
- * columns. The four chains of the four columns, sixteen accumulators, run together: with the
+ * is only what is shared and when: each sixteen weights are loaded (and widened) once for all
+ * the columns, and the rows of a call go a segment at a time (each row's segments still in
+ * order), so that the columns' segment is read from L1 by every row. The four chains of the four columns, sixteen accumulators, run together: with the
  * four widened weight vectors they fit the 32 registers (AVX2's two-at-a-time split is for its
  * sixteen). So y[c] is the 1-column kernel's result for column c bit for bit, which
  * tests/test_matmul.c checks against tm_matvec. Loads are unaligned and never leave the row or
@@ -27,71 +28,86 @@
  * bf16x16) */
 typedef __m512 widen_fn(const uint8_t *p, __mmask16 k);
 
-/* size: bytes per weight. The loops over the chains and the columns are unrolled so that the
- * accumulators and the column pointers stay in registers. */
-INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, const float *const x[COLS],
-                      size_t n, float y[COLS])
+/* Row r's segment [i, end) (whole 64s) against the columns, into a[c] as the 1-column kernel's
+ * segment: four chains per column, (a0 + a1) + (a2 + a3) into double. size: bytes per weight.
+ * The loops over the chains and the columns are unrolled so that the accumulators and the column
+ * pointers stay in registers. */
+INLINE void segment(widen_fn *widen, size_t size, const uint8_t *p, const float *const xc[COLS],
+                    size_t i, size_t end, dacc a[COLS])
+{
+    __m512 s[4][COLS];
+    _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+            s[q][c] = _mm512_setzero_ps();
+    for (; i < end; i += 64)
+        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
+        {
+            const size_t e = i + 16 * (size_t)q;
+            const __m512 wv = widen(p + size * e, ALL);
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+                s[q][c] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xc[c] + e), s[q][c]);
+        }
+    _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        acc_add(&a[c], _mm512_add_ps(_mm512_add_ps(s[0][c], s[1][c]),
+                                     _mm512_add_ps(s[2][c], s[3][c])));
+}
+
+/* The rows a segment at a time (the columns' segment, 4 KiB, stays in L1 for all of them), each
+ * row's segments in the 1-column kernel's order; then each row's tail and sum. */
+INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, size_t row_bytes,
+                      size_t n_rows, const float *const x[COLS], size_t n, float *y)
 {
     const uint8_t *p = w;
     const float *xc[COLS];
-    dacc a[COLS];
+    dacc a[TM__MM_ROWS][COLS];
+    for (size_t r = 0; r < n_rows; r++)
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+            a[r][c] = acc_zero();
     _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
-    {
         xc[c] = x[c];
-        a[c] = acc_zero();
-    }
     size_t i = 0;
     while (i + 64 <= n) {
-        __m512 s[4][COLS];
-        _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
-            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
-                s[q][c] = _mm512_setzero_ps();
         const size_t end = n - i < 256 ? i + (n - i) / 64 * 64 : i + 256;
-        for (; i < end; i += 64)
-            _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
-            {
-                const size_t e = i + 16 * (size_t)q;
-                const __m512 wv = widen(p + size * e, ALL);
-                _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
-                    s[q][c] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xc[c] + e), s[q][c]);
-            }
-        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
-            acc_add(&a[c], _mm512_add_ps(_mm512_add_ps(s[0][c], s[1][c]),
-                                         _mm512_add_ps(s[2][c], s[3][c])));
+        for (size_t r = 0; r < n_rows; r++)
+            segment(widen, size, p + r * row_bytes, xc, i, end, a[r]);
+        i = end;
     }
-    __m512 t[COLS];
-    _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
-        t[c] = _mm512_setzero_ps();
-    for (; i < n; i += 16) {
-        const __mmask16 k = (__mmask16)(n - i >= 16 ? ALL : (1u << (n - i)) - 1);
-        const __m512 wv = widen(p + size * i, k);
+    for (size_t r = 0; r < n_rows; r++) {
+        const uint8_t *row = p + r * row_bytes;
+        __m512 t[COLS];
         _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
-            t[c] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(k, xc[c] + i), t[c]);
-    }
-    _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
-    {
-        acc_add(&a[c], t[c]);
-        y[c] = acc_sum(&a[c]);
+            t[c] = _mm512_setzero_ps();
+        for (size_t e = i; e < n; e += 16) {
+            const __mmask16 k = (__mmask16)(n - e >= 16 ? ALL : (1u << (n - e)) - 1);
+            const __m512 wv = widen(row + size * e, k);
+            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+                t[c] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(k, xc[c] + e), t[c]);
+        }
+        _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
+        {
+            acc_add(&a[r][c], t[c]);
+            y[r * COLS + (size_t)c] = acc_sum(&a[r][c]);
+        }
     }
 }
 
 /* n_blocks: the row's elements (a block of f32, f16 or bf16 is one) */
-static void mm_f32_avx512(const void *w, const float *const x[COLS], size_t n_blocks,
-                          float y[COLS])
+static void mm_f32_avx512(const void *w, size_t row_bytes, size_t n_rows,
+                          const float *const x[COLS], size_t n_blocks, float *y)
 {
-    dot_plain(f32x16, 4, w, x, n_blocks, y);
+    dot_plain(f32x16, 4, w, row_bytes, n_rows, x, n_blocks, y);
 }
 
-static void mm_f16_avx512(const void *w, const float *const x[COLS], size_t n_blocks,
-                          float y[COLS])
+static void mm_f16_avx512(const void *w, size_t row_bytes, size_t n_rows,
+                          const float *const x[COLS], size_t n_blocks, float *y)
 {
-    dot_plain(f16x16, 2, w, x, n_blocks, y);
+    dot_plain(f16x16, 2, w, row_bytes, n_rows, x, n_blocks, y);
 }
 
-static void mm_bf16_avx512(const void *w, const float *const x[COLS], size_t n_blocks,
-                           float y[COLS])
+static void mm_bf16_avx512(const void *w, size_t row_bytes, size_t n_rows,
+                           const float *const x[COLS], size_t n_blocks, float *y)
 {
-    dot_plain(bf16x16, 2, w, x, n_blocks, y);
+    dot_plain(bf16x16, 2, w, row_bytes, n_rows, x, n_blocks, y);
 }
 
 const tm__kernels tm__kernels_matmul_avx512_f16 = {

@@ -11,6 +11,7 @@
 #include "../kernels.h"
 
 #include "avx2_common.h"
+#include "prefetch.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -32,6 +33,7 @@ static __m256 f32x8(const uint8_t *p) { return _mm256_loadu_ps((const float *)(c
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
             const size_t end = n - i < 128 ? i + (n - i) / 32 * 32 : i + 128;                 \
             for (; i < end; i += 32) {                                                        \
+                prefetch_ahead(p + (size) * i, 32 * (size));                                  \
                 a0 = _mm256_fmadd_ps(widen(p + (size) * i), _mm256_loadu_ps(x + i), a0);      \
                 a1 = _mm256_fmadd_ps(widen(p + (size) * (i + 8)), _mm256_loadu_ps(x + i + 8), a1); \
                 a2 = _mm256_fmadd_ps(widen(p + (size) * (i + 16)), _mm256_loadu_ps(x + i + 16), a2); \
@@ -75,17 +77,6 @@ static lanes4 lanes4_zero(void)
 static void lanes4_flush(const lanes4 *l, dacc *a)
 {
     acc_add(a, _mm256_add_ps(_mm256_add_ps(l->v[0], l->v[1]), _mm256_add_ps(l->v[2], l->v[3])));
-}
-
-/* Ask for the cache lines of the block PREFETCH_BYTES ahead. These kernels spend enough
- * instructions per byte that the out-of-order window covers only a few cache lines, so without
- * the hint W streams from DRAM at a fraction of a plain read's rate. A prefetch past the end of
- * the mapping is harmless: it is a hint, never a load that can fault. */
-#define PREFETCH_BYTES 1024
-static void prefetch_ahead(const uint8_t *b, size_t block_bytes)
-{
-    for (size_t o = 0; o < block_bytes; o += 64)
-        _mm_prefetch((const char *)(b + PREFETCH_BYTES + o), _MM_HINT_T0);
 }
 
 /* the eight bytes at p as eight int32, unsigned / signed */

@@ -8,6 +8,7 @@
 #include "../kernels.h"
 
 #include "avx512_common.h"
+#include "prefetch.h"
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
@@ -24,6 +25,7 @@
             __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
             const size_t end = n - i < 256 ? i + (n - i) / 64 * 64 : i + 256;                 \
             for (; i < end; i += 64) {                                                        \
+                prefetch_ahead(p + (size) * i, 64 * (size));                                  \
                 a0 = _mm512_fmadd_ps(widen(p + (size) * i, ALL), _mm512_loadu_ps(x + i), a0); \
                 a1 = _mm512_fmadd_ps(widen(p + (size) * (i + 16), ALL), _mm512_loadu_ps(x + i + 16), a1); \
                 a2 = _mm512_fmadd_ps(widen(p + (size) * (i + 32), ALL), _mm512_loadu_ps(x + i + 32), a2); \
