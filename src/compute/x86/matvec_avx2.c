@@ -122,8 +122,7 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
         lanes4 l = lanes4_zero();                                                             \
         for (size_t i = 0; i < n_blocks; i++, b += sizeof(block), x += 32) {                  \
             __m256i c[4];                                                                     \
-            if (i % 2 == 0)                                                                   \
-                prefetch_ahead(b, 2 * sizeof(block));                                         \
+            prefetch_ahead(b, sizeof(block));                                                 \
             codes(b, c);                                                                      \
             l.v[i % 4] = _mm256_fmadd_ps(_mm256_set1_ps(half(b)), dot32(c, x), l.v[i % 4]);   \
             if (i % 8 == 7 || i + 1 == n_blocks) {                                            \
@@ -237,6 +236,7 @@ static float dot_q8_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_0x *x = xq;
     __m256 acc = _mm256_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x++) {
+        prefetch_ahead(b, sizeof(tm__block_q8_0));
         const __m256 s = _mm256_cvtepi32_ps(dot_i8(ld256(b + 2), ld256(x->qs)));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b) * x->d), s, acc);
     }
@@ -250,6 +250,7 @@ static float dot_q4_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const __m128i m4 = _mm_set1_epi8(15);
     __m256 acc = _mm256_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x++) {
+        prefetch_ahead(b, sizeof(tm__block_q4_0));
         const __m128i q = ld128(b + 2);
         const __m256i codes = _mm256_sub_epi8(
             _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)),
@@ -270,6 +271,7 @@ static float dot_q4_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const __m256i m4 = _mm256_set1_epi8(15);
     __m256 acc = _mm256_setzero_ps(), accm = acc;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
+        prefetch_ahead(b, sizeof(tm__block_q4_K));
         uint32_t w4[4];
         tm__k4_scale_min_words(b + 4, w4);
         const uint8_t *sm = (const uint8_t *)w4;
@@ -307,6 +309,7 @@ static float dot_q6_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     __m256 acc = _mm256_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x++) {
+        prefetch_ahead(b, sizeof(tm__block_q6_K));
         const __m128i sc8 = ld128(b + 192);
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         __m256i isum = _mm256_slli_epi32(_mm256_madd_epi16(sc16, ld256(x->bsums)), 5);

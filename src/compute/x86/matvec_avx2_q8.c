@@ -18,6 +18,7 @@
 #include "../matvec_unpack.h"
 #include "../quant_tables.h"
 #include "avx2_common.h"
+#include "prefetch.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -86,6 +87,7 @@ static float lanes_sum(const __m256d acc[2])
         const tm__q8_0x *x = xq;                                                              \
         __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };                        \
         for (size_t i = 0; i < n_blocks; i++, b += sizeof(block), x++) {                     \
+            prefetch_ahead(b, sizeof(block));                                                 \
             const __m256i xv = ld256(x->qs);                                                  \
             __m256 f = _mm256_mul_ps(_mm256_set1_ps(d_of(b) * x->d),                          \
                                      _mm256_cvtepi32_ps(widen(mul(codes_of(b), xv))));        \
@@ -133,6 +135,7 @@ static float dot_mxfp4_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     __m256d acc = _mm256_setzero_pd();
     size_t i = 0;
     for (; i + 4 <= n_blocks; i += 4, b += 4 * sizeof(tm__block_mxfp4), x += 4) {
+        prefetch_ahead(b, 4 * sizeof(tm__block_mxfp4));
         __m256i s[4];
         for (int k = 0; k < 4; k++)
             s[k] = widen(mul_s(mxfp4_codes(b + (size_t)k * sizeof(tm__block_mxfp4)), ld256(x[k].qs)));
@@ -200,6 +203,7 @@ static float dot_q2_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const __m128i m4 = _mm_set1_epi8(15);
     double acc = 0.0;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q2_K), x++) {
+        prefetch_ahead(b, sizeof(tm__block_q2_K));
         const __m128i sm = ld128(b);
         const int32_t isum = hsum_epi32(runs_dot(b + 16, NULL, x->qs, _mm_and_si128(sm, m4)));
         const int32_t msum = with_bsums(_mm_and_si128(_mm_srli_epi16(sm, 4), m4), x->bsums);
@@ -216,6 +220,7 @@ static float dot_q3_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     double acc = 0.0;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q3_K), x++) {
+        prefetch_ahead(b, sizeof(tm__block_q3_K));
         uint32_t w4[4];
         tm__q3_K_scale_words(b + 96, w4);
         const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)w4),
@@ -235,6 +240,7 @@ static float dot_q5_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     double acc = 0.0;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q5_K), x++) {
+        prefetch_ahead(b, sizeof(tm__block_q5_K));
         uint32_t w4[4];
         tm__k4_scale_min_words(b + 4, w4);
         const uint8_t *sm = (const uint8_t *)w4;
@@ -268,6 +274,7 @@ static float dot_iq4_xs_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     double acc = 0.0;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_iq4_xs), x++) {
+        prefetch_ahead(b, sizeof(tm__block_iq4_xs));
         __m256i isum = _mm256_setzero_si256();
         for (unsigned g = 0; g < 8; g++) {
             const __m256i p = mul_s(looked_up(tm__kvalues_iq4nl, b + 8 + 16 * g), ld256(x->qs + 32 * g));
@@ -347,6 +354,7 @@ static __m256i ksign_masks(uint32_t a)
         const tm__q8_Kx *x = xq;                                                              \
         double acc = 0.0;                                                                     \
         for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_##type), x++) {          \
+            prefetch_ahead(b, sizeof(tm__block_##type));                                      \
             __m256i isum = _mm256_setzero_si256();                                            \
             for (unsigned g = 0; g < 8; g++)                                                  \
                 isum = _mm256_add_epi32(isum, group(b, g, x->qs + 32 * g));                   \
@@ -496,6 +504,7 @@ static float dot_tq2_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const __m256i m3 = _mm256_set1_epi8(3);
     double acc = 0.0;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_tq2_0), x++) {
+        prefetch_ahead(b, sizeof(tm__block_tq2_0));
         __m256i c[8];
         for (int k = 0; k < 2; k++) {
             const __m256i q = ld256(b + 32 * k);
@@ -530,6 +539,7 @@ static float dot_tq1_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const __m256i p4h = _mm256_set_m128i(_mm_setr_epi16(1, 1, 3, 3, 9, 9, 27, 27), _mm_set1_epi16(81));
     double acc = 0.0;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_tq1_0), x++) {
+        prefetch_ahead(b, sizeof(tm__block_tq1_0));
         const __m256i q0 = ld256(b), q1 = _mm256_broadcastsi128_si256(ld128(b + 32));
         const __m256i q2 = _mm256_set_m128i(_mm_set1_epi32((int)tm__rd32(b + 48)), ld128(b + 32));
         __m256i c[8];
@@ -556,6 +566,7 @@ static inline float dot_unpacked(const uint8_t *w, const void *xq, size_t n_bloc
     float sc[16], mn[16];
     __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };
     for (size_t i = 0; i < n_blocks; i++, w += bb) {
+        prefetch_ahead(w, bb);
         unpack(w, q, sc, mn);
         __m256 f = _mm256_setzero_ps();
         for (size_t p = 0; p < be / 32; p++) {

@@ -54,6 +54,7 @@ static float dot_q8_0_avx512(const void *w, const float *x, size_t n_blocks)
     dacc a = acc_zero();
     __m512 part = _mm512_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q8_0), x += 32) {
+        prefetch_ahead(b, sizeof(tm__block_q8_0));
         const __m512 v = _mm512_fmadd_ps(i8x16(ld128(b + 18)), _mm512_loadu_ps(x + 16),
                                          _mm512_mul_ps(i8x16(ld128(b + 2)), _mm512_loadu_ps(x)));
         part = _mm512_fmadd_ps(_mm512_set1_ps(half(b)), v, part);
@@ -73,6 +74,7 @@ static float dot_q4_0_avx512(const void *w, const float *x, size_t n_blocks)
     dacc a = acc_zero();
     __m512 part = _mm512_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_0), x += 32) {
+        prefetch_ahead(b, sizeof(tm__block_q4_0));
         const __m128i q = ld128(b + 2);
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m4), eight);
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), eight);
@@ -110,6 +112,7 @@ static float dot_q4_K_avx512(const void *w, const float *x, size_t n_blocks)
     const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x += 256) {
+        prefetch_ahead(b, sizeof(tm__block_q4_K));
         float d1[8], m1[8];
         q4_K_scales(b, d1, m1);
         for (int j = 0; j < 4; j++) {
@@ -140,6 +143,7 @@ static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
     const __m512i bias = _mm512_set1_epi8(32);
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x += 256) {
+        prefetch_ahead(b, sizeof(tm__block_q6_K));
         float ds[16];
         const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ld128(b + 192)));
         _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(half(b + 208)), sc));
@@ -180,8 +184,10 @@ static float dot_q6_K_avx512(const void *w, const float *x, size_t n_blocks)
         const tm__q8_0x *x = xq;                                                              \
         __m512 acc = _mm512_setzero_ps();                                                     \
         size_t i = 0;                                                                         \
-        for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(block), x += 2)                     \
+        for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(block), x += 2) {                   \
+            prefetch_ahead(b, 2 * sizeof(block));                                             \
             acc = q8_0x_pair_fma(pair_unpack(b), half(b), half(b + sizeof(block)), x, acc);   \
+        }                                                                                     \
         float sum = _mm512_reduce_add_ps(acc);                                                \
         if (i < n_blocks)                                                                     \
             sum += q8_0x_last_term(last_unpack(b), half(b), x);                               \
@@ -199,6 +205,7 @@ static float dot_q4_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     __m512 acc = _mm512_setzero_ps(), accm = acc;
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x++) {
+        prefetch_ahead(b, sizeof(tm__block_q4_K));
         const q4_K_unpacked k = q4_K_unpack(b);
         q4_K_fma(&k, x, &acc, &accm);
     }
@@ -212,6 +219,7 @@ static float dot_q6_K_q8_avx512(const void *w, const void *xq, size_t n_blocks)
     const tm__q8_Kx *x = xq;
     __m512 acc = _mm512_setzero_ps();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q6_K), x++) {
+        prefetch_ahead(b, sizeof(tm__block_q6_K));
         const q6_K_unpacked k = q6_K_unpack(b);
         acc = q6_K_fma(&k, x, acc);
     }

@@ -15,11 +15,14 @@
 
 #define TM__PREFETCH_BYTES 2048
 
-/* Ask for the cache lines of [b, b + bytes) TM__PREFETCH_BYTES ahead. */
+/* Ask for the cache lines that start in [b, b + bytes) TM__PREFETCH_BYTES ahead: a loop that
+ * calls it for each stretch it reads (a block, a step) asks for every line once, whatever the
+ * blocks' size and alignment (a q4_0 block of 18 bytes starts a line one time in three or four). */
 static inline void prefetch_ahead(const uint8_t *b, size_t bytes)
 {
-    for (size_t o = 0; o < bytes; o += 64)
-        _mm_prefetch((const char *)(b + TM__PREFETCH_BYTES + o), _MM_HINT_T0);
+    const uint8_t *ahead = b + TM__PREFETCH_BYTES;
+    for (size_t o = (64 - ((uintptr_t)ahead & 63)) & 63; o < bytes; o += 64)
+        _mm_prefetch((const char *)(ahead + o), _MM_HINT_T0);
 }
 
 #endif
