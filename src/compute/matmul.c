@@ -71,7 +71,6 @@ static void batched_rows(const columns *c, uint64_t j, uint64_t r0, uint64_t r1)
  * stay in the nearest cache while each meets all of the other's. Inside a block, whole groups
  * of TM__MM_COLS columns take the batched kernel when there is one, the rest the 1-column
  * kernel (the same bits either way). */
-
 static void run_tile(const void *ctx, uint64_t first, uint64_t count)
 {
     const columns *c = ctx;

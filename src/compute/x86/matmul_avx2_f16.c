@@ -11,9 +11,9 @@
  * segment run two at a time (each chain's own order unchanged), so that eight column
  * accumulators, not sixteen, are live at a time, and the rows of a call go a segment at a time
  * (each row's segments still in order), so that the columns' segment is read from L1 by every
- * row. So y[c] is the 1-column kernel's result for
- * column c bit for bit, which tests/test_matmul.c checks against tm_matvec. Loads are unaligned
- * and never leave the row or a column. */
+ * row. So y[c] is the 1-column kernel's result for column c bit for bit, which
+ * tests/test_matmul.c checks against tm_matvec. Loads are unaligned and never leave the row or
+ * a column. */
 #include "../kernels.h"
 
 #include "avx2_common.h"
