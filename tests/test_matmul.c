@@ -326,17 +326,18 @@ Test(matmul, mxfp4_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_MXFP4); }
  * n around the groups of 4, 1, 2 and 3 threads, both modes: every column tm_matvec's y bit for
  * bit. 37 rows: 16-row blocks and a short one. The lengths are both paths' cuts:
  * AVX2 (segments of 128 with 32s, whole eights in accumulator 0, the zero-padded last eight):
- * 3, 8, 31, 40, 100, 129, 168, 200; AVX-512 (segments of 256 with 64s, then sixteens, the last
- * sixteen or fewer masked): 15, 16, 17, 63, 64, 65, 255, 256, 257, 300 (a segment + two
- * sixteens + 12), 320 (a short second segment), 1000 (three segments, one of 192, then 40);
- * 777 = six AVX2 segments + 9 = three AVX-512 segments + 9. */
+ * 3, 8, 31, 40, 100, 129, 168, 200, 255, 256, 257; AVX-512 (segments of 512 with 64s, then
+ * sixteens, the last sixteen or fewer masked): 15, 16, 17, 63, 64, 65, 300 (four 64s + two
+ * sixteens + 12), 511, 512, 513, 560 (a segment + three sixteens), 576 (a short second segment),
+ * 1000 (a segment, one of 448, then 40), 1100 (two segments and a short third, then 12);
+ * 777 = six AVX2 segments + 9 = two AVX-512 segments (512, 256) + 9. */
 static void rows_of_every_cut(const char *isa, const tm_type *types, size_t n_types)
 {
     use_isa(isa);
     const uint64_t seed = (uint64_t)time(NULL);
     cr_log_info("matmul float row cuts on %s: seed %llu", isa, (unsigned long long)seed);
-    const size_t ks[] = { 3,   8,   15,  16,  17,  31,  40,  63,  64,  65,  100,
-                          129, 168, 200, 255, 256, 257, 300, 320, 777, 1000 };
+    const size_t ks[] = { 3,   8,   15,  16,  17,  31,  40,  63,  64,  65,  100,  129, 168,
+                          200, 255, 256, 257, 300, 511, 512, 513, 560, 576, 777, 1000, 1100 };
     const size_t ns[] = { 4, 5, 9 }, rows = 37;
     for (size_t ti = 0; ti < n_types; ti++)
         for (size_t ki = 0; ki < N_OF(ks); ki++) {

@@ -25,7 +25,8 @@ static inline __m512i join(__m256i a, __m256i b)
 
 static inline __m512 i8x16(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
 
-/* Float partial sums of at most four products per lane, added into two double vectors. */
+/* Float partial sums of at most four products per lane (eight in the f32/f16/bf16 kernels),
+ * added into two double vectors. */
 typedef struct dacc {
     __m512d lo, hi;
 } dacc;

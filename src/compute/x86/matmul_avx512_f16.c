@@ -4,14 +4,15 @@
  *
  * Per column the float operations are those of matvec_avx512.c's dot_f32_avx512 /
  * dot_f16_avx512 / dot_bf16_avx512 (DOT_PLAIN), in its order and lanes: the row in segments of
- * at most 256 elements, whole 64s only; in each, float accumulator q (of four) takes the sixteen
+ * at most 512 elements, whole 64s only; in each, float accumulator q (of four) takes the sixteen
  * elements at offset 16q of every 64 by one multiply-add chain, and the four go into double as
  * (a0 + a1) + (a2 + a3); the last n % 64 by one chain t of sixteen at a time, the last sixteen
  * or fewer through masked loads; t into double; the same double sum at the end. What differs
  * is only what is shared and when: each sixteen weights are loaded (and widened) once for all
  * the columns, and the rows of a call go a segment at a time (each row's segments still in
- * order), so that the columns' segment is read from L1 by every row. The four chains of the four columns, sixteen accumulators, run together: with the
- * four widened weight vectors they fit the 32 registers (AVX2's two-at-a-time split is for its
+ * order), so that the columns' segment is read from L1 by every row. The four chains of the four
+ * columns, sixteen accumulators, run together: with the four widened weight vectors they fit
+ * the 32 registers (AVX2's two-at-a-time split is for its
  * sixteen). So y[c] is the 1-column kernel's result for column c bit for bit, which
  * tests/test_matmul.c checks against tm_matvec. Loads are unaligned and never leave the row or
  * a column (the tail's masked loads read nothing outside the mask). f32 is here too because it
@@ -52,7 +53,7 @@ INLINE void segment(widen_fn *widen, size_t size, const uint8_t *p, const float 
                                      _mm512_add_ps(s[2][c], s[3][c])));
 }
 
-/* The rows a segment at a time (the columns' segment, 4 KiB, stays in L1 for all of them), each
+/* The rows a segment at a time (the columns' segment, 8 KiB, stays in L1 for all of them), each
  * row's segments in the 1-column kernel's order; then each row's tail and sum. */
 INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, size_t row_bytes,
                       size_t n_rows, const float *const x[COLS], size_t n, float *y)
@@ -67,7 +68,7 @@ INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, size_t row_by
         xc[c] = x[c];
     size_t i = 0;
     while (i + 64 <= n) {
-        const size_t end = n - i < 256 ? i + (n - i) / 64 * 64 : i + 256;
+        const size_t end = n - i < 512 ? i + (n - i) / 64 * 64 : i + 512;
         for (size_t r = 0; r < n_rows; r++)
             segment(widen, size, p + r * row_bytes, xc, i, end, a[r]);
         i = end;
