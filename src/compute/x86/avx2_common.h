@@ -24,6 +24,11 @@ static inline float hsum_ps(__m256 v)
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
+/* The f32/f16/bf16 kernels' segment: elements per flush into double (four products per lane).
+ * The 1-column kernel (matvec_avx2.c) and its batched form (matmul_avx2_f16.c) must cut rows
+ * alike. */
+#define PLAIN_SEGMENT 128
+
 /* Partial sums are kept in float for at most four products per lane, then added into two double
  * vectors: the float rounding stays near one rounding per product even in rows whose terms
  * cancel to a y far smaller than they are. matvec_avx2.c's f32/f16/bf16 and q8_0/q4_0/q4_K/q6_K

@@ -27,6 +27,10 @@ static inline __m512 i8x16(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8
 
 /* Float partial sums of at most four products per lane (eight in the f32/f16/bf16 kernels),
  * added into two double vectors. */
+/* The f32/f16/bf16 kernels' segment: elements per flush into double (64 a step, so eight
+ * products per lane; ten roundings a term, within the F32 bound's sixteen). The 1-column kernel
+ * (matvec_avx512.c) and its batched form (matmul_avx512_f16.c) must cut rows alike. */
+#define PLAIN_SEGMENT 512
 typedef struct dacc {
     __m512d lo, hi;
 } dacc;

@@ -2,7 +2,7 @@
  * x at once (kernels.h: tm__mm_f32_fn). Built with the AVX2 flags; only the table is exported.
  *
  * Per column the float operations are those of matvec_avx2.c's dot_f16_avx2 / dot_bf16_avx2
- * (DOT_PLAIN), in its order and lanes: the row in segments of at most 128 elements; in each,
+ * (DOT_PLAIN), in its order and lanes: the row in segments of at most PLAIN_SEGMENT (128); in each,
  * float accumulator q (of four) takes the eight elements at offset 8q of every 32 by one
  * multiply-add chain, accumulator 0 then also each whole eight left when fewer than 32 remain
  * after the segment; the four go into double as (a0 + a1) + (a2 + a3); the last n % 8 through a
@@ -68,7 +68,7 @@ INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t 
             a[r][c] = acc_zero();
     size_t i = 0;
     while (i + 8 <= n) {
-        const size_t end = n - i < 128 ? i + (n - i) / 32 * 32 : i + 128;
+        const size_t end = n - i < PLAIN_SEGMENT ? i + (n - i) / 32 * 32 : i + PLAIN_SEGMENT;
         /* fewer than 32 left after the segment's 32s: accumulator 0 takes their whole eights */
         const size_t next = n - end < 32 ? end + (n - end) / 8 * 8 : end;
         for (size_t r = 0; r < n_rows; r++) {

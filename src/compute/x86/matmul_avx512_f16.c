@@ -4,7 +4,7 @@
  *
  * Per column the float operations are those of matvec_avx512.c's dot_f32_avx512 /
  * dot_f16_avx512 / dot_bf16_avx512 (DOT_PLAIN), in its order and lanes: the row in segments of
- * at most 512 elements, whole 64s only; in each, float accumulator q (of four) takes the sixteen
+ * at most PLAIN_SEGMENT (512) elements, whole 64s only; in each, float accumulator q (of four) takes the sixteen
  * elements at offset 16q of every 64 by one multiply-add chain, and the four go into double as
  * (a0 + a1) + (a2 + a3); the last n % 64 by one chain t of sixteen at a time, the last sixteen
  * or fewer through masked loads; t into double; the same double sum at the end. What differs
@@ -68,7 +68,7 @@ INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, size_t row_by
         xc[c] = x[c];
     size_t i = 0;
     while (i + 64 <= n) {
-        const size_t end = n - i < 512 ? i + (n - i) / 64 * 64 : i + 512;
+        const size_t end = n - i < PLAIN_SEGMENT ? i + (n - i) / 64 * 64 : i + PLAIN_SEGMENT;
         for (size_t r = 0; r < n_rows; r++)
             segment(widen, size, p + r * row_bytes, xc, i, end, a[r]);
         i = end;

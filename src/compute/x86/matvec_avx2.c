@@ -18,9 +18,9 @@
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
-/* f32, f16, bf16: eight elements at a time into four float accumulators, into doubles every 128
- * elements (dacc: avx2_common.h); the last n % 8 through a zero-padded copy, so nothing past the
- * row is read. */
+/* f32, f16, bf16: eight elements at a time into four float accumulators, into doubles every
+ * PLAIN_SEGMENT (128) elements (dacc: avx2_common.h); the last n % 8 through a zero-padded copy,
+ * so nothing past the row is read. */
 static __m256 f32x8(const uint8_t *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
 
 #define DOT_PLAIN(name, widen, size)                                                          \
@@ -31,7 +31,7 @@ static __m256 f32x8(const uint8_t *p) { return _mm256_loadu_ps((const float *)(c
         size_t i = 0;                                                                         \
         while (i + 8 <= n) {                                                                  \
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
-            const size_t end = n - i < 128 ? i + (n - i) / 32 * 32 : i + 128;                 \
+            const size_t end = n - i < PLAIN_SEGMENT ? i + (n - i) / 32 * 32 : i + PLAIN_SEGMENT; \
             for (; i < end; i += 32) {                                                        \
                 prefetch_ahead(p + (size) * i, 32 * (size));                                  \
                 a0 = _mm256_fmadd_ps(widen(p + (size) * i), _mm256_loadu_ps(x + i), a0);      \

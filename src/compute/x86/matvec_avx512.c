@@ -12,10 +12,9 @@
 
 /* ---- TM_MATVEC_F32 ------------------------------------------------------------------------- */
 
-/* f32, f16, bf16: 64 elements per step, into doubles every 512 (eight products per lane: the
- * flush costs about as many vector operations as the multiply-adds it follows, so every 256 held
- * the batched f16 kernel ~10 % below; ten roundings a term, within the F32 bound's sixteen); the
- * tail through masked loads. */
+/* f32, f16, bf16: 64 elements per step, into doubles every PLAIN_SEGMENT (512: the flush costs
+ * about as many vector operations as the multiply-adds it follows, so a shorter segment slows
+ * the compute-bound batched form; BENCHMARKS.md); the tail through masked loads. */
 #define ALL 0xffffu
 #define DOT_PLAIN(name, widen, size)                                                          \
     static float name(const void *w, const float *x, size_t n)                               \
@@ -25,7 +24,7 @@
         size_t i = 0;                                                                         \
         while (i + 64 <= n) {                                                                 \
             __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
-            const size_t end = n - i < 512 ? i + (n - i) / 64 * 64 : i + 512;                 \
+            const size_t end = n - i < PLAIN_SEGMENT ? i + (n - i) / 64 * 64 : i + PLAIN_SEGMENT; \
             for (; i < end; i += 64) {                                                        \
                 prefetch_ahead(p + (size) * i, 64 * (size));                                  \
                 a0 = _mm512_fmadd_ps(widen(p + (size) * i, ALL), _mm512_loadu_ps(x + i), a0); \

@@ -3,8 +3,8 @@
  * One thread streaming W from DRAM is bound by the cache lines it has in flight. The kernels
  * spend enough instructions per byte that the out-of-order window covers only a few lines, and
  * the hardware prefetcher alone keeps too few more in flight: without the hint W streams at a
- * fraction of a plain read's rate (f16 on an Intel Xeon: 8.2 GB/s without, 10.4-11.5 with it
- * 2 KiB ahead, against 8.8-10.8 for a plain read). A prefetch past the end of the mapping is
+ * fraction of a plain read's rate (2 KiB ahead measured best of 0.5-4 KiB: BENCHMARKS.md, the
+ * Intel Xeon section). A prefetch past the end of the mapping is
  * harmless: it is a hint, never a load that can fault. */
 #ifndef TM_COMPUTE_X86_PREFETCH_H
 #define TM_COMPUTE_X86_PREFETCH_H
