@@ -114,21 +114,34 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
     }
 }
 
+/* Eight blocks at a time, so that the four lanes stay in registers (a lane indexed by i % 4 at
+ * run time lives on the stack); the last n_blocks % 8 likewise, then the same flush. */
 #define DOT_32(name, block, codes)                                                            \
+    static inline __m256 name##_block(const uint8_t *b, const float *x, __m256 lane)         \
+    {                                                                                         \
+        __m256i c[4];                                                                         \
+        prefetch_ahead(b, sizeof(block));                                                     \
+        codes(b, c);                                                                          \
+        return _mm256_fmadd_ps(_mm256_set1_ps(half(b)), dot32(c, x), lane);                   \
+    }                                                                                         \
     static float name(const void *w, const float *x, size_t n_blocks)                        \
     {                                                                                         \
         const uint8_t *b = w;                                                                 \
         dacc a = acc_zero();                                                                  \
-        lanes4 l = lanes4_zero();                                                             \
-        for (size_t i = 0; i < n_blocks; i++, b += sizeof(block), x += 32) {                  \
-            __m256i c[4];                                                                     \
-            prefetch_ahead(b, sizeof(block));                                                 \
-            codes(b, c);                                                                      \
-            l.v[i % 4] = _mm256_fmadd_ps(_mm256_set1_ps(half(b)), dot32(c, x), l.v[i % 4]);   \
-            if (i % 8 == 7 || i + 1 == n_blocks) {                                            \
-                lanes4_flush(&l, &a);                                                         \
-                l = lanes4_zero();                                                            \
-            }                                                                                 \
+        size_t i = 0;                                                                         \
+        for (; i + 8 <= n_blocks; i += 8) {                                                   \
+            lanes4 l = lanes4_zero();                                                         \
+            _Pragma("GCC unroll 8") for (size_t j = 0; j < 8; j++)                            \
+                l.v[j % 4] = name##_block(b + sizeof(block) * (i + j), x + 32 * (i + j),      \
+                                          l.v[j % 4]);                                        \
+            lanes4_flush(&l, &a);                                                             \
+        }                                                                                     \
+        if (i < n_blocks) {                                                                   \
+            lanes4 l = lanes4_zero();                                                         \
+            for (size_t j = 0; i + j < n_blocks; j++)                                         \
+                l.v[j % 4] = name##_block(b + sizeof(block) * (i + j), x + 32 * (i + j),      \
+                                          l.v[j % 4]);                                        \
+            lanes4_flush(&l, &a);                                                             \
         }                                                                                     \
         return acc_sum(&a);                                                                   \
     }
@@ -138,7 +151,8 @@ DOT_32(dot_q4_0_avx2, tm__block_q4_0, q4_0_codes)
 
 /* q4_K: each weight formed in a register exactly as ggml's decoder rounds it, (d sc) q - dmin m
  * (d sc q is exact in float, so one fused multiply-subtract is ggml's rounding: the weights are
- * exactly ggml's), then one multiply-add by x into lane k of the four: eight per lane per block,
+ * exactly ggml's; d sc and dmin m are exact products too, formed for the eight groups at once),
+ * then one multiply-add by x into lane k of the four: eight per lane per block,
  * flushed (two): ten roundings. Factoring the min out (dmin m sum(x)) would cancel against the
  * scaled codes, which the bound in terms of |w x| does not allow. Bytes 8k..8k+7 of a 32-byte
  * run hold elements 8k.. of group 2j (low nibbles) and of group 2j + 1 (high ones). */
@@ -149,16 +163,17 @@ static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x += 256) {
         prefetch_ahead(b, sizeof(tm__block_q4_K));
-        const float d = half(b), dmin = half(b + 2);
         uint32_t w4[4];
         tm__k4_scale_min_words(b + 4, w4);
-        const uint8_t *sm = (const uint8_t *)w4; /* scales of groups 0..7, then their mins */
+        const __m128i sm = ld128(w4); /* bytes: scales of groups 0..7, then their mins */
+        const __m256 ds = _mm256_mul_ps(_mm256_set1_ps(half(b)), cvt(_mm256_cvtepu8_epi32(sm)));
+        const __m256 ms = _mm256_mul_ps(_mm256_set1_ps(half(b + 2)),
+                                        cvt(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
         lanes4 l = lanes4_zero();
         for (int j = 0; j < 4; j++) {
-            const __m256 d0 = _mm256_set1_ps(d * (float)sm[2 * j]);
-            const __m256 m0 = _mm256_set1_ps(dmin * (float)sm[8 + 2 * j]);
-            const __m256 d1 = _mm256_set1_ps(d * (float)sm[2 * j + 1]);
-            const __m256 m1 = _mm256_set1_ps(dmin * (float)sm[9 + 2 * j]);
+            const __m256i g0 = _mm256_set1_epi32(2 * j), g1 = _mm256_set1_epi32(2 * j + 1);
+            const __m256 d0 = _mm256_permutevar8x32_ps(ds, g0), m0 = _mm256_permutevar8x32_ps(ms, g0);
+            const __m256 d1 = _mm256_permutevar8x32_ps(ds, g1), m1 = _mm256_permutevar8x32_ps(ms, g1);
             const float *x0 = x + 64 * j, *x1 = x0 + 32;
             for (int k = 0; k < 4; k++) {
                 const __m256i v = zx8(b + 16 + 32 * j + 8 * k);
