@@ -361,6 +361,19 @@ Test(truncated, check_names_the_size_needed_what_is_missing_and_the_cut_tensors)
     free(text);
 }
 
+/* stats on a named cut tensor fails and says why on standard error, not among the summaries
+ * on standard output; a whole tensor named beside it is summarised all the same. */
+Test(truncated, stats_on_a_named_cut_tensor_is_an_error)
+{
+    const char *cut = write_cut(CUT);
+    tool_result r = tool_run("stats", cut, "blk.0.four_d.weight", "f32.rows.weight", NULL);
+    cr_assert_eq(r.status, 1, "%s", r.err);
+    cr_assert(strstr(r.err, "tensor 'blk.0.four_d.weight' is cut off"), "%s", r.err);
+    cr_assert_null(strstr(r.out, "cut off"), "the refusal went to standard output:\n%s", r.out);
+    cr_assert(strstr(r.out, "f32.rows.weight (f32,"), "%s", r.out);
+    tool_result_free(&r);
+}
+
 /* dump refuses a cut tensor, naming it, and writes no output; a tensor before the cut dumps as
  * from the whole file. */
 Test(truncated, dump_refuses_a_cut_tensor_and_dumps_a_whole_one)

@@ -21,7 +21,8 @@ static const char help[] =
     "and f64 tensors are read as themselves, not through float32: their first values, min and\n"
     "max are exactly the file's (an i64 2^53 + 1 stays 9007199254740993, an f64 1e300 stays\n"
     "1e+300). With no TENSOR, every tensor on one line each (the first values left to --json);\n"
-    "a tensor whose type has no decoder says so on its line.\n"
+    "a tensor whose type has no decoder says so on its line. A named TENSOR that cannot be\n"
+    "decoded (cut off, no decoder) is an error on standard error, and the exit status is 1.\n"
     "`floats` is another name for this command.\n"
     "\n"
     "  --json    the same as a JSON array (histogram bins as counts)\n";
@@ -275,20 +276,13 @@ static void print_one_line(const tm_tensor *t, const summary *s, const tm_error 
            num[0], num[1], num[2], num[3], s->nan, s->inf, hist);
 }
 
-static void print_block(const tm_file *f, const tm_tensor *t, const summary *s, const tm_error *err,
-                        bool ok)
+static void print_block(const tm_file *f, const tm_tensor *t, const summary *s)
 {
     const char *tn = tm_type_name(t->type);
     char shape[128];
     cli_shape_of(f, t, shape, sizeof shape);
     char name[256];
     printf("%s (%s, %s)\n", cli_name(t->name, 200, name, sizeof name), tn ? tn : "unknown", shape);
-    if (!ok) {
-        fputs("  ", stdout);
-        cli_print_text(stdout, err->message);
-        fputs("\n\n", stdout);
-        return;
-    }
     printf("  %-24s %" PRIu64 "\n  %-24s", "values", s->count, "the first of them");
     char num[32], lo[32] = "-", hi[32] = "-", mean[32] = "-", sd[32] = "-";
     for (uint64_t i = 0; i < s->count && i < FIRST_SHOWN; i++) {
@@ -365,8 +359,10 @@ static int run(int argc, char **argv)
             failed = true;
         if (json)
             json_array_append_new(all, summary_json(t, &s, &err, ok));
-        else if (n_want)
-            print_block(f, t, &s, &err, ok);
+        else if (n_want && ok)
+            print_block(f, t, &s);
+        else if (n_want) /* a named tensor the command fails on: an error, said as errors are */
+            cli_report(arg, &err);
         else
             print_one_line(t, &s, &err, ok, wname);
     }
