@@ -1051,6 +1051,40 @@ Test(http, a_tensor_of_several_pieces_decodes_every_value_in_place)
     free(v);
 }
 
+/* A remote tensor of a type with no decoder (q8_K: 16 MiB of blocks) is refused by name before
+ * any of its bytes is fetched, by the decoder and by the product alike. */
+Test(http, a_type_without_a_decoder_is_refused_before_its_bytes_are_fetched)
+{
+    enum { COLS = 4096, ROWS = 14364 }; /* 292-byte blocks: 16.0 MiB */
+    char path[512];
+    snprintf(path, sizeof path, "%s/q8k.gguf", root);
+    tm_writer *w;
+    tm_error err;
+    ok(tm_writer_new(&w, &err), &err);
+    const uint64_t ne[2] = {COLS, ROWS};
+    ok(tm_writer_tensor(w, "acts", TM_TYPE_Q8_K, 2, ne, NULL, &err), &err);
+    ok(tm_writer_finish(w, path, &err), &err);
+    tm_file *remote;
+    ok(tm_open(url("files/q8k.gguf"), 0, &remote, &err), &err);
+    uint64_t header_bytes, bytes, requests;
+    tm_file_fetched(remote, &header_bytes, &requests);
+    const tm_tensor *t = tm_tensor_find(remote, "acts");
+    float *out = malloc(sizeof(float) * COLS), x[COLS] = {0}, y[16];
+    cr_assert_not_null(out);
+    /* the last row's blocks: the first ones may have come with the header */
+    const uint64_t last_row = (uint64_t)(ROWS - 1) * (COLS / 256);
+    cr_assert_eq(tm_dequant_blocks(t, last_row, COLS / 256, out, &err), TM_UNSUPPORTED, "%s",
+                 err.message);
+    cr_assert(strstr(err.message, "tensor 'acts': type q8_K has no decoder"), "%s", err.message);
+    cr_assert_eq(tm_matvec_rows(t, ROWS - 16, ROWS, x, y, TM_MATVEC_F32, &err), TM_UNSUPPORTED,
+                 "%s", err.message);
+    tm_file_fetched(remote, &bytes, &requests);
+    cr_assert_eq(bytes, header_bytes, "%llu bytes fetched past the header",
+                 (unsigned long long)(bytes - header_bytes));
+    tm_close(remote);
+    free(out);
+}
+
 /* TM_HTTP_HEAD_LIMIT bounds the header walk: past it the command stops with TM_LIMIT's message
  * and has fetched no more than the limit. */
 Test(http, the_header_walk_stops_at_tm_http_head_limit)

@@ -63,8 +63,10 @@ static tm_status tensor_blocks(const tm_tensor *t, uint64_t *n_blocks, uint32_t 
 {
     if (!t)
         return tm__fail(err, TM_INVALID_ARG, TM_NO_OFFSET, "tensor is NULL");
+    /* refused before any byte is read: a remote tensor's bytes are fetched before the
+     * decoder would otherwise be looked for (q8_K has blocks, but no decoder) */
     uint32_t be = tm_type_block_elems(t->type);
-    if (be == 0)
+    if (be == 0 || !tm_type_can_dequant(t->type))
         return tm__no_decoder(NULL, t, t->type, err);
     char label[128];
     if (t->n_elements % be != 0)

@@ -172,8 +172,10 @@ static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
         lanes4 l = lanes4_zero();
         for (int j = 0; j < 4; j++) {
             const __m256i g0 = _mm256_set1_epi32(2 * j), g1 = _mm256_set1_epi32(2 * j + 1);
-            const __m256 d0 = _mm256_permutevar8x32_ps(ds, g0), m0 = _mm256_permutevar8x32_ps(ms, g0);
-            const __m256 d1 = _mm256_permutevar8x32_ps(ds, g1), m1 = _mm256_permutevar8x32_ps(ms, g1);
+            const __m256 d0 = _mm256_permutevar8x32_ps(ds, g0);
+            const __m256 m0 = _mm256_permutevar8x32_ps(ms, g0);
+            const __m256 d1 = _mm256_permutevar8x32_ps(ds, g1);
+            const __m256 m1 = _mm256_permutevar8x32_ps(ms, g1);
             const float *x0 = x + 64 * j, *x1 = x0 + 32;
             for (int k = 0; k < 4; k++) {
                 const __m256i v = zx8(b + 16 + 32 * j + 8 * k);
