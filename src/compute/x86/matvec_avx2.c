@@ -149,20 +149,22 @@ DOT_32(dot_q8_0_avx2, tm__block_q8_0, q8_0_codes)
 DOT_32(dot_q4_0_avx2, tm__block_q4_0, q4_0_codes)
 #undef DOT_32
 
-/* q4_K: each weight formed in a register exactly as ggml's decoder rounds it, (d sc) q - dmin m
- * (d sc q is exact in float, so one fused multiply-subtract is ggml's rounding: the weights are
- * exactly ggml's; d sc and dmin m are exact products too, formed for the eight groups at once),
- * then one multiply-add by x into lane k of the four: eight per lane per block,
- * flushed (two): ten roundings. Factoring the min out (dmin m sum(x)) would cancel against the
- * scaled codes, which the bound in terms of |w x| does not allow. Bytes 8k..8k+7 of a 32-byte
- * run hold elements 8k.. of group 2j (low nibbles) and of group 2j + 1 (high ones). */
-static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
+/* q4_K and q5_K: each weight formed in a register exactly as ggml's decoder rounds it,
+ * (d sc) q - dmin m (d sc q is exact in float, q < 32: so one fused multiply-subtract is ggml's
+ * rounding, the weights are exactly ggml's; d sc and dmin m are exact products too, formed for
+ * the eight groups at once), then one multiply-add by x into lane k of the four: eight per lane
+ * per block, flushed (two): ten roundings. Factoring the min out (dmin m sum(x)) would cancel
+ * against the scaled codes, which the bound in terms of |w x| does not allow. Bytes 8k..8k+7 of
+ * pair j's 32 code bytes hold elements 8k.. of group 2j (low nibbles) and of group 2j + 1 (high
+ * ones); q5_K's fifth bit of each is bit 2j, resp. 2j + 1, of qh[8k..8k+7] (blocks.h). */
+static inline __attribute__((always_inline)) float
+dot_k4_avx2(const uint8_t *b, const float *x, size_t n_blocks, size_t block_bytes, bool five)
 {
-    const uint8_t *b = w;
-    const __m256i m4 = _mm256_set1_epi32(15);
+    const __m256i m4 = _mm256_set1_epi32(15), bit4 = _mm256_set1_epi32(16);
+    const size_t codes = five ? 48 : 16;
     dacc a = acc_zero();
-    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q4_K), x += 256) {
-        prefetch_ahead(b, sizeof(tm__block_q4_K));
+    for (size_t i = 0; i < n_blocks; i++, b += block_bytes, x += 256) {
+        prefetch_ahead(b, block_bytes);
         uint32_t w4[4];
         tm__k4_scale_min_words(b + 4, w4);
         const __m128i sm = ld128(w4); /* bytes: scales of groups 0..7, then their mins */
@@ -178,9 +180,16 @@ static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
             const __m256 m1 = _mm256_permutevar8x32_ps(ms, g1);
             const float *x0 = x + 64 * j, *x1 = x0 + 32;
             for (int k = 0; k < 4; k++) {
-                const __m256i v = zx8(b + 16 + 32 * j + 8 * k);
-                const __m256 w0 = _mm256_fmsub_ps(d0, cvt(_mm256_and_si256(v, m4)), m0);
-                const __m256 w1 = _mm256_fmsub_ps(d1, cvt(_mm256_srli_epi32(v, 4)), m1);
+                const __m256i v = zx8(b + codes + 32 * j + 8 * k);
+                __m256i q0 = _mm256_and_si256(v, m4), q1 = _mm256_srli_epi32(v, 4);
+                if (five) { /* the qh bits moved to bit 4 */
+                    const __m256i h = _mm256_slli_epi32(zx8(b + 16 + 8 * k), 4);
+                    q0 = _mm256_or_si256(q0, _mm256_and_si256(_mm256_srli_epi32(h, 2 * j), bit4));
+                    q1 = _mm256_or_si256(q1,
+                                         _mm256_and_si256(_mm256_srli_epi32(h, 2 * j + 1), bit4));
+                }
+                const __m256 w0 = _mm256_fmsub_ps(d0, cvt(q0), m0);
+                const __m256 w1 = _mm256_fmsub_ps(d1, cvt(q1), m1);
                 l.v[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + 8 * k), l.v[k]);
                 l.v[k] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1 + 8 * k), l.v[k]);
             }
@@ -188,6 +197,16 @@ static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
         lanes4_flush(&l, &a);
     }
     return acc_sum(&a);
+}
+
+static float dot_q4_K_avx2(const void *w, const float *x, size_t n_blocks)
+{
+    return dot_k4_avx2(w, x, n_blocks, sizeof(tm__block_q4_K), false);
+}
+
+static float dot_q5_K_avx2(const void *w, const float *x, size_t n_blocks)
+{
+    return dot_k4_avx2(w, x, n_blocks, sizeof(tm__block_q5_K), true);
 }
 
 /* q6_K: the four 32-element runs of each 128-element half as bytes 0..63 (ql nibble | two qh
@@ -357,6 +376,7 @@ const tm__kernels tm__kernels_matvec_avx2 = {
         [TM_TYPE_Q8_0] = dot_q8_0_avx2,
         [TM_TYPE_Q4_0] = dot_q4_0_avx2,
         [TM_TYPE_Q4_K] = dot_q4_K_avx2,
+        [TM_TYPE_Q5_K] = dot_q5_K_avx2,
         [TM_TYPE_Q6_K] = dot_q6_K_avx2,
     },
     .mv_q8 = {
