@@ -59,6 +59,20 @@ static inline __m256 bf16x8(const uint8_t *p)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16));
 }
 
+/* the 16 bytes at p as 32 nibbles: low ones in bytes 0..15, high ones in 16..31 (the element
+ * order of every 32-element block of nibbles) */
+static inline __m256i nibbles(const uint8_t *p)
+{
+    const __m128i q = ld128(p), m4 = _mm_set1_epi8(15);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+}
+
+/* table values of the nibbles at p: vpshufb with the 16-entry int8 table in both lanes */
+static inline __m256i looked_up(const int8_t table[16], const uint8_t *p)
+{
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(ld128(table)), nibbles(p));
+}
+
 /* an integer sum is exact in any order */
 static inline int32_t hsum128(__m128i s)
 {

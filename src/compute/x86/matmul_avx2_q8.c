@@ -36,19 +36,6 @@ static __m256i dot_s(signed_codes c, __m256i x)
     return _mm256_madd_epi16(pairs_s(c, x), _mm256_set1_epi16(1));
 }
 
-/* the 16 bytes at p as 32 nibbles: low ones in bytes 0..15, high ones in 16..31 */
-static __m256i nibbles(const uint8_t *p)
-{
-    const __m128i q = ld128(p), m4 = _mm_set1_epi8(15);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-}
-
-/* table values of the nibbles at p (vpshufb with the 16-entry int8 table in both lanes) */
-static __m256i looked_up(const int8_t table[16], const uint8_t *p)
-{
-    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(ld128(table)), nibbles(p));
-}
-
 /* the int16 scale k (of 8, in each 128-bit lane of s) in every lane */
 static __m256i scale_k(__m256i s, int k)
 {

@@ -10,6 +10,7 @@
 #include "../blocks.h"
 #include "../kernels.h"
 
+#include "../quant_tables.h"
 #include "avx2_common.h"
 #include "prefetch.h"
 
@@ -116,13 +117,13 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
 
 /* Eight blocks at a time, so that the four lanes stay in registers (a lane indexed by i % 4 at
  * run time lives on the stack); the last n_blocks % 8 likewise, then the same flush. */
-#define DOT_32(name, block, codes)                                                            \
+#define DOT_32(name, block, codes, scale)                                                     \
     static inline __m256 name##_block(const uint8_t *b, const float *x, __m256 lane)         \
     {                                                                                         \
         __m256i c[4];                                                                         \
         prefetch_ahead(b, sizeof(block));                                                     \
         codes(b, c);                                                                          \
-        return _mm256_fmadd_ps(_mm256_set1_ps(half(b)), dot32(c, x), lane);                   \
+        return _mm256_fmadd_ps(_mm256_set1_ps(scale(b)), dot32(c, x), lane);                  \
     }                                                                                         \
     static float name(const void *w, const float *x, size_t n_blocks)                        \
     {                                                                                         \
@@ -145,9 +146,54 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
         }                                                                                     \
         return acc_sum(&a);                                                                   \
     }
-DOT_32(dot_q8_0_avx2, tm__block_q8_0, q8_0_codes)
-DOT_32(dot_q4_0_avx2, tm__block_q4_0, q4_0_codes)
+/* iq4_nl and mxfp4: the table's int8 values of the block's nibbles (d kv is exact: an 11-bit
+ * half times an int8, a power of two times one), summed as q4_0's codes */
+static void table_codes(__m256i v, __m256i c[4])
+{
+    const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    c[0] = _mm256_cvtepi8_epi32(lo);
+    c[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8));
+    c[2] = _mm256_cvtepi8_epi32(hi);
+    c[3] = _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8));
+}
+static void iq4_nl_codes(const uint8_t *b, __m256i c[4])
+{
+    table_codes(looked_up(tm__kvalues_iq4nl, b + 2), c);
+}
+static void mxfp4_codes(const uint8_t *b, __m256i c[4])
+{
+    table_codes(looked_up(tm__kvalues_fp4, b + 1), c);
+}
+static float d_half(const uint8_t *b) { return half(b); }
+static float d_e8m0(const uint8_t *b) { return tm__e8m0_half(b[0]); }
+
+DOT_32(dot_q8_0_avx2, tm__block_q8_0, q8_0_codes, d_half)
+DOT_32(dot_q4_0_avx2, tm__block_q4_0, q4_0_codes, d_half)
+DOT_32(dot_iq4_nl_avx2, tm__block_iq4_nl, iq4_nl_codes, d_half)
+DOT_32(dot_mxfp4_avx2, tm__block_mxfp4, mxfp4_codes, d_e8m0)
 #undef DOT_32
+
+/* iq4_xs: each 32-element group as an iq4_nl block (its sum, three roundings), times its exact
+ * d (ls - 32) into lane g % 4 (two a lane), flushed (two): seven, and one more for ggml's
+ * rounding of each weight d (ls - 32) kv, which this leaves exact: eight. */
+static float dot_iq4_xs_avx2(const void *w, const float *x, size_t n_blocks)
+{
+    const uint8_t *b = w;
+    dacc a = acc_zero();
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_iq4_xs), x += 256) {
+        prefetch_ahead(b, sizeof(tm__block_iq4_xs));
+        const float d = half(b);
+        lanes4 l = lanes4_zero();
+        _Pragma("GCC unroll 8") for (unsigned g = 0; g < 8; g++) {
+            __m256i c[4];
+            table_codes(looked_up(tm__kvalues_iq4nl, b + 8 + 16 * g), c);
+            const __m256 dl = _mm256_set1_ps(d * (float)(tm__iq4_xs_scale(b, g) - 32));
+            l.v[g % 4] = _mm256_fmadd_ps(dl, dot32(c, x + 32 * g), l.v[g % 4]);
+        }
+        lanes4_flush(&l, &a);
+    }
+    return acc_sum(&a);
+}
 
 /* q4_K and q5_K: each weight formed in a register exactly as ggml's decoder rounds it,
  * (d sc) q - dmin m (d sc q is exact in float, q < 32: so one fused multiply-subtract is ggml's
@@ -375,6 +421,9 @@ const tm__kernels tm__kernels_matvec_avx2 = {
         [TM_TYPE_BF16] = dot_bf16_avx2,
         [TM_TYPE_Q8_0] = dot_q8_0_avx2,
         [TM_TYPE_Q4_0] = dot_q4_0_avx2,
+        [TM_TYPE_IQ4_NL] = dot_iq4_nl_avx2,
+        [TM_TYPE_IQ4_XS] = dot_iq4_xs_avx2,
+        [TM_TYPE_MXFP4] = dot_mxfp4_avx2,
         [TM_TYPE_Q4_K] = dot_q4_K_avx2,
         [TM_TYPE_Q5_K] = dot_q5_K_avx2,
         [TM_TYPE_Q6_K] = dot_q6_K_avx2,

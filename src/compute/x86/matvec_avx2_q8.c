@@ -42,14 +42,6 @@ static __m256i mul_s(__m256i c, __m256i x)
     return _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(x, c));
 }
 
-/* the 16 bytes at p as 32 nibbles: low ones in bytes 0..15, high ones in 16..31 (element order
- * of every 32-element block here) */
-static __m256i nibbles(const uint8_t *p)
-{
-    const __m128i q = ld128(p), m4 = _mm_set1_epi8(15);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-}
-
 /* byte j = 0x10 when bit j of the u32 at p is set, else 0 (q5's fifth bits) */
 static __m256i fifth_bits(const uint8_t *p)
 {
@@ -108,11 +100,6 @@ static __m256i q5_0_codes(const uint8_t *b)
 }
 static __m256i q5_1_codes(const uint8_t *b) { return _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4)); }
 
-/* table values of the nibbles at p: vpshufb with the 16-entry int8 table in both lanes */
-static __m256i looked_up(const int8_t table[16], const uint8_t *p)
-{
-    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(ld128(table)), nibbles(p));
-}
 static __m256i iq4_nl_codes(const uint8_t *b) { return looked_up(tm__kvalues_iq4nl, b + 2); }
 static __m256i mxfp4_codes(const uint8_t *b) { return looked_up(tm__kvalues_fp4, b + 1); }
 static float e8m0(const uint8_t *b) { return tm__e8m0_half(b[0]); }
