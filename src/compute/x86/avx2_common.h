@@ -11,6 +11,7 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline float half(const uint8_t *p) { return _cvtsh_ss(tm__rd16(p)); }
 static inline __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
@@ -71,6 +72,18 @@ static inline __m256i nibbles(const uint8_t *p)
 static inline __m256i looked_up(const int8_t table[16], const uint8_t *p)
 {
     return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(ld128(table)), nibbles(p));
+}
+
+/* byte j = 0x10 when bit j of the u32 at p is set, else 0 (q5's fifth bits) */
+static inline __m256i fifth_bits(const uint8_t *p)
+{
+    uint32_t u;
+    memcpy(&u, p, sizeof u);
+    const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                             0x0101010101010101, 0);
+    const __m256i v = _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)u), spread),
+                                      _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(-1)), _mm256_set1_epi8(0x10));
 }
 
 /* an integer sum is exact in any order */

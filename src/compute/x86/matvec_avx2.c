@@ -115,16 +115,10 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
     }
 }
 
-/* Eight blocks at a time, so that the four lanes stay in registers (a lane indexed by i % 4 at
- * run time lives on the stack); the last n_blocks % 8 likewise, then the same flush. */
-#define DOT_32(name, block, codes, scale)                                                     \
-    static inline __m256 name##_block(const uint8_t *b, const float *x, __m256 lane)         \
-    {                                                                                         \
-        __m256i c[4];                                                                         \
-        prefetch_ahead(b, sizeof(block));                                                     \
-        codes(b, c);                                                                          \
-        return _mm256_fmadd_ps(_mm256_set1_ps(scale(b)), dot32(c, x), lane);                  \
-    }                                                                                         \
+/* A row of 32-element blocks, eight blocks at a time, so that the four lanes stay in registers
+ * (a lane indexed by i % 4 at run time lives on the stack); the last n_blocks % 8 likewise, then
+ * the same flush. name##_block(b, x, &l, j) adds block j of the eight into the lanes. */
+#define ROW_OF_32(name, block)                                                                \
     static float name(const void *w, const float *x, size_t n_blocks)                        \
     {                                                                                         \
         const uint8_t *b = w;                                                                 \
@@ -133,22 +127,49 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
         for (; i + 8 <= n_blocks; i += 8) {                                                   \
             lanes4 l = lanes4_zero();                                                         \
             _Pragma("GCC unroll 8") for (size_t j = 0; j < 8; j++)                            \
-                l.v[j % 4] = name##_block(b + sizeof(block) * (i + j), x + 32 * (i + j),      \
-                                          l.v[j % 4]);                                        \
+                name##_block(b + sizeof(block) * (i + j), x + 32 * (i + j), &l, j);           \
             lanes4_flush(&l, &a);                                                             \
         }                                                                                     \
         if (i < n_blocks) {                                                                   \
             lanes4 l = lanes4_zero();                                                         \
             for (size_t j = 0; i + j < n_blocks; j++)                                         \
-                l.v[j % 4] = name##_block(b + sizeof(block) * (i + j), x + 32 * (i + j),      \
-                                          l.v[j % 4]);                                        \
+                name##_block(b + sizeof(block) * (i + j), x + 32 * (i + j), &l, j);           \
             lanes4_flush(&l, &a);                                                             \
         }                                                                                     \
         return acc_sum(&a);                                                                   \
     }
-/* iq4_nl and mxfp4: the table's int8 values of the block's nibbles (d kv is exact: an 11-bit
- * half times an int8, a power of two times one), summed as q4_0's codes */
-static void table_codes(__m256i v, __m256i c[4])
+
+/* d sum(q x) into lane j % 4: q8_0, q4_0, q5_0, iq4_nl, mxfp4 (their d q exact) */
+#define DOT_32(name, block, codes, scale)                                                     \
+    static inline __attribute__((always_inline)) void name##_block(                          \
+        const uint8_t *b, const float *x, lanes4 *l, size_t j)                               \
+    {                                                                                         \
+        __m256i c[4];                                                                         \
+        prefetch_ahead(b, sizeof(block));                                                     \
+        codes(b, c);                                                                          \
+        l->v[j % 4] = _mm256_fmadd_ps(_mm256_set1_ps(scale(b)), dot32(c, x), l->v[j % 4]);    \
+    }                                                                                         \
+    ROW_OF_32(name, block)
+
+/* q4_1, q5_1: each weight d q + m formed by one multiply-add (d q is exact: ggml's rounding),
+ * then one multiply-add by x, element 8k.. into lane k: eight per lane, flushed (two): ten */
+#define DOT_32_MIN(name, block, codes)                                                        \
+    static inline __attribute__((always_inline)) void name##_block(                          \
+        const uint8_t *b, const float *x, lanes4 *l, size_t j)                               \
+    {                                                                                         \
+        (void)j;                                                                              \
+        __m256i c[4];                                                                         \
+        prefetch_ahead(b, sizeof(block));                                                     \
+        codes(b, c);                                                                          \
+        const __m256 d = _mm256_set1_ps(half(b)), m = _mm256_set1_ps(half(b + 2));            \
+        for (int k = 0; k < 4; k++)                                                           \
+            l->v[k] = _mm256_fmadd_ps(_mm256_fmadd_ps(d, cvt(c[k]), m),                       \
+                                      _mm256_loadu_ps(x + 8 * k), l->v[k]);                   \
+    }                                                                                         \
+    ROW_OF_32(name, block)
+
+/* 32 int8 codes as four vectors of eight int32 */
+static void byte_codes(__m256i v, __m256i c[4])
 {
     const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
     c[0] = _mm256_cvtepi8_epi32(lo);
@@ -156,22 +177,40 @@ static void table_codes(__m256i v, __m256i c[4])
     c[2] = _mm256_cvtepi8_epi32(hi);
     c[3] = _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8));
 }
+/* iq4_nl and mxfp4: the table's int8 values of the block's nibbles (d kv is exact: an 11-bit
+ * half times an int8, a power of two times one); q5_0: q - 16 with the fifth bits; q4_1, q5_1:
+ * q unsigned, after d and m */
 static void iq4_nl_codes(const uint8_t *b, __m256i c[4])
 {
-    table_codes(looked_up(tm__kvalues_iq4nl, b + 2), c);
+    byte_codes(looked_up(tm__kvalues_iq4nl, b + 2), c);
 }
 static void mxfp4_codes(const uint8_t *b, __m256i c[4])
 {
-    table_codes(looked_up(tm__kvalues_fp4, b + 1), c);
+    byte_codes(looked_up(tm__kvalues_fp4, b + 1), c);
+}
+static void q5_0_codes(const uint8_t *b, __m256i c[4])
+{
+    byte_codes(_mm256_sub_epi8(_mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2)),
+                               _mm256_set1_epi8(16)), c);
+}
+static void q4_1_codes(const uint8_t *b, __m256i c[4]) { byte_codes(nibbles(b + 4), c); }
+static void q5_1_codes(const uint8_t *b, __m256i c[4])
+{
+    byte_codes(_mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4)), c);
 }
 static float d_half(const uint8_t *b) { return half(b); }
 static float d_e8m0(const uint8_t *b) { return tm__e8m0_half(b[0]); }
 
 DOT_32(dot_q8_0_avx2, tm__block_q8_0, q8_0_codes, d_half)
 DOT_32(dot_q4_0_avx2, tm__block_q4_0, q4_0_codes, d_half)
+DOT_32(dot_q5_0_avx2, tm__block_q5_0, q5_0_codes, d_half)
 DOT_32(dot_iq4_nl_avx2, tm__block_iq4_nl, iq4_nl_codes, d_half)
 DOT_32(dot_mxfp4_avx2, tm__block_mxfp4, mxfp4_codes, d_e8m0)
+DOT_32_MIN(dot_q4_1_avx2, tm__block_q4_1, q4_1_codes)
+DOT_32_MIN(dot_q5_1_avx2, tm__block_q5_1, q5_1_codes)
 #undef DOT_32
+#undef DOT_32_MIN
+#undef ROW_OF_32
 
 /* iq4_xs: each 32-element group as an iq4_nl block (its sum, three roundings), times its exact
  * d (ls - 32) into lane g % 4 (two a lane), flushed (two): seven, and one more for ggml's
@@ -186,7 +225,7 @@ static float dot_iq4_xs_avx2(const void *w, const float *x, size_t n_blocks)
         lanes4 l = lanes4_zero();
         _Pragma("GCC unroll 8") for (unsigned g = 0; g < 8; g++) {
             __m256i c[4];
-            table_codes(looked_up(tm__kvalues_iq4nl, b + 8 + 16 * g), c);
+            byte_codes(looked_up(tm__kvalues_iq4nl, b + 8 + 16 * g), c);
             const __m256 dl = _mm256_set1_ps(d * (float)(tm__iq4_xs_scale(b, g) - 32));
             l.v[g % 4] = _mm256_fmadd_ps(dl, dot32(c, x + 32 * g), l.v[g % 4]);
         }
@@ -421,6 +460,9 @@ const tm__kernels tm__kernels_matvec_avx2 = {
         [TM_TYPE_BF16] = dot_bf16_avx2,
         [TM_TYPE_Q8_0] = dot_q8_0_avx2,
         [TM_TYPE_Q4_0] = dot_q4_0_avx2,
+        [TM_TYPE_Q4_1] = dot_q4_1_avx2,
+        [TM_TYPE_Q5_0] = dot_q5_0_avx2,
+        [TM_TYPE_Q5_1] = dot_q5_1_avx2,
         [TM_TYPE_IQ4_NL] = dot_iq4_nl_avx2,
         [TM_TYPE_IQ4_XS] = dot_iq4_xs_avx2,
         [TM_TYPE_MXFP4] = dot_mxfp4_avx2,

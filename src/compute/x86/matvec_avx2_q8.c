@@ -42,18 +42,6 @@ static __m256i mul_s(__m256i c, __m256i x)
     return _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(x, c));
 }
 
-/* byte j = 0x10 when bit j of the u32 at p is set, else 0 (q5's fifth bits) */
-static __m256i fifth_bits(const uint8_t *p)
-{
-    uint32_t u;
-    memcpy(&u, p, sizeof u);
-    const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-                                             0x0101010101010101, 0);
-    const __m256i v = _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)u), spread),
-                                      _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(-1)), _mm256_set1_epi8(0x10));
-}
-
 /* ---- 32-element blocks, x as q8_0 ---------------------------------------------------------- */
 
 /* Per block, d dx (codes . x) + m dx (sum of x) as eight float lanes (one rounding each, as
