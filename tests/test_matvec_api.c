@@ -399,7 +399,8 @@ static void cancelling_rows_on(const char *isa)
     const uint64_t seed = (uint64_t)time(NULL);
     cr_log_info("matvec cancelling rows on %s: seed %llu", isa, (unsigned long long)seed);
     const tm_type types[] = { TM_TYPE_Q8_0,   TM_TYPE_Q4_0,   TM_TYPE_Q4_1,  TM_TYPE_Q5_0,
-                              TM_TYPE_Q5_1,   TM_TYPE_Q4_K,   TM_TYPE_Q5_K,  TM_TYPE_Q6_K,
+                              TM_TYPE_Q5_1,   TM_TYPE_Q2_K,   TM_TYPE_Q3_K,  TM_TYPE_Q4_K,
+                              TM_TYPE_Q5_K,   TM_TYPE_Q6_K,
                               TM_TYPE_IQ4_NL, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_F16,
                               TM_TYPE_BF16,   TM_TYPE_F32 };
     enum { ROWS = 64, HALF = 2048 };

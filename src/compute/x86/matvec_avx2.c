@@ -294,6 +294,97 @@ static float dot_q5_K_avx2(const void *w, const float *x, size_t n_blocks)
     return dot_k4_avx2(w, x, n_blocks, sizeof(tm__block_q5_K), true);
 }
 
+/* The eight floats f * (v[0..7] + add), v the low eight bytes of b unsigned: a K block's group
+ * scales as floats (exact products: an 11-bit half times a 6-bit integer) */
+static __m256 scaled8(__m128i b, int add, float f)
+{
+    const __m256i v = _mm256_add_epi32(_mm256_cvtepu8_epi32(b), _mm256_set1_epi32(add));
+    return _mm256_mul_ps(_mm256_set1_ps(f), cvt(v));
+}
+
+static __m256 lane_of(const __m256 v[2], int g)
+{
+    return _mm256_permutevar8x32_ps(v[g / 8], _mm256_set1_epi32(g % 8));
+}
+
+/* q2_K: group g (16 elements) of half h, shift 2j and run r (g = 8h + 2j + r) is bits 2j..2j+1
+ * of qs[32h + 16r ..]; each weight (d sc) q - dmin m formed as ggml rounds it (as q4_K's), then
+ * one multiply-add by x, elements 8k.. of run r into lane 2r + k: four per lane, flushed every
+ * half (two): six roundings (with ten, as q4_K, a golden row against a smooth x broke 1e-6 of
+ * max|y|: its terms cancel more). */
+static float dot_q2_K_avx2(const void *w, const float *x, size_t n_blocks)
+{
+    const uint8_t *b = w;
+    const __m128i m4 = _mm_set1_epi8(15);
+    dacc a = acc_zero();
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q2_K), x += 256) {
+        prefetch_ahead(b, sizeof(tm__block_q2_K));
+        const __m128i sc = ld128(b), lo = _mm_and_si128(sc, m4);
+        const __m128i hi = _mm_and_si128(_mm_srli_epi16(sc, 4), m4);
+        const float d = half(b + 80), dmin = half(b + 82);
+        const __m256 dl[2] = { scaled8(lo, 0, d), scaled8(_mm_srli_si128(lo, 8), 0, d) };
+        const __m256 ml[2] = { scaled8(hi, 0, dmin), scaled8(_mm_srli_si128(hi, 8), 0, dmin) };
+        for (int h = 0; h < 2; h++) {
+            lanes4 l = lanes4_zero();
+            for (int j = 0; j < 4; j++)
+                _Pragma("GCC unroll 2") for (int r = 0; r < 2; r++) {
+                    const int g = 8 * h + 2 * j + r;
+                    const __m256 dg = lane_of(dl, g), mg = lane_of(ml, g);
+                    _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++) {
+                        const __m256i v = zx8(b + 16 + 32 * h + 16 * r + 8 * k);
+                        const __m256i q = _mm256_and_si256(_mm256_srli_epi32(v, 2 * j),
+                                                           _mm256_set1_epi32(3));
+                        const __m256 wv = _mm256_fmsub_ps(dg, cvt(q), mg);
+                        l.v[2 * r + k] = _mm256_fmadd_ps(
+                            wv, _mm256_loadu_ps(x + 128 * h + 32 * j + 16 * r + 8 * k), l.v[2 * r + k]);
+                    }
+                }
+            lanes4_flush(&l, &a);
+        }
+    }
+    return acc_sum(&a);
+}
+
+/* q3_K: laid out as q2_K, each code less 4 where its bit 4h + j of hmask[16r ..] is clear;
+ * (d (sc - 32)) q is exact, so, as q6_K: each 16-element group's sum in float (two roundings),
+ * times its d (sc - 32) into lane g % 4 (four a lane), flushed (two): eight. */
+static float dot_q3_K_avx2(const void *w, const float *x, size_t n_blocks)
+{
+    const uint8_t *b = w;
+    dacc a = acc_zero();
+    for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q3_K), x += 256) {
+        prefetch_ahead(b, sizeof(tm__block_q3_K));
+        uint32_t w4[4];
+        tm__q3_K_scale_words(b + 96, w4);
+        const __m128i sc = ld128(w4);
+        const float d = half(b + 108);
+        const __m256 dl[2] = { scaled8(sc, -32, d), scaled8(_mm_srli_si128(sc, 8), -32, d) };
+        lanes4 l = lanes4_zero();
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 4; j++)
+                _Pragma("GCC unroll 2") for (int r = 0; r < 2; r++) {
+                    const int g = 8 * h + 2 * j + r;
+                    __m256 c[2];
+                    _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++) {
+                        const __m256i v = zx8(b + 32 + 32 * h + 16 * r + 8 * k);
+                        const __m256i m = zx8(b + 16 * r + 8 * k);
+                        const __m256i q2 = _mm256_and_si256(_mm256_srli_epi32(v, 2 * j),
+                                                            _mm256_set1_epi32(3));
+                        const __m256i hb = _mm256_and_si256(_mm256_srli_epi32(m, 4 * h + j),
+                                                            _mm256_set1_epi32(1));
+                        c[k] = cvt(_mm256_sub_epi32(_mm256_add_epi32(q2, _mm256_slli_epi32(hb, 2)),
+                                                    _mm256_set1_epi32(4)));
+                    }
+                    const float *xg = x + 128 * h + 32 * j + 16 * r;
+                    const __m256 s = _mm256_fmadd_ps(c[1], _mm256_loadu_ps(xg + 8),
+                                                     _mm256_mul_ps(c[0], _mm256_loadu_ps(xg)));
+                    l.v[g % 4] = _mm256_fmadd_ps(lane_of(dl, g), s, l.v[g % 4]);
+                }
+        lanes4_flush(&l, &a);
+    }
+    return acc_sum(&a);
+}
+
 /* q6_K: the four 32-element runs of each 128-element half as bytes 0..63 (ql nibble | two qh
  * bits << 4). */
 static void q6_K_codes(const uint8_t *ql, const uint8_t *qh, __m256i q[4])
@@ -466,6 +557,8 @@ const tm__kernels tm__kernels_matvec_avx2 = {
         [TM_TYPE_IQ4_NL] = dot_iq4_nl_avx2,
         [TM_TYPE_IQ4_XS] = dot_iq4_xs_avx2,
         [TM_TYPE_MXFP4] = dot_mxfp4_avx2,
+        [TM_TYPE_Q2_K] = dot_q2_K_avx2,
+        [TM_TYPE_Q3_K] = dot_q3_K_avx2,
         [TM_TYPE_Q4_K] = dot_q4_K_avx2,
         [TM_TYPE_Q5_K] = dot_q5_K_avx2,
         [TM_TYPE_Q6_K] = dot_q6_K_avx2,
