@@ -237,8 +237,9 @@ static float dot_iq4_xs_avx2(const void *w, const float *x, size_t n_blocks)
 /* q4_K and q5_K: each weight formed in a register exactly as ggml's decoder rounds it,
  * (d sc) q - dmin m (d sc q is exact in float, q < 32: so one fused multiply-subtract is ggml's
  * rounding, the weights are exactly ggml's; d sc and dmin m are exact products too, formed for
- * the eight groups at once), then one multiply-add by x into lane k of the four: eight per lane
- * per block, flushed (two): ten roundings. Factoring the min out (dmin m sum(x)) would cancel
+ * the eight groups at once), then one multiply-add by x into lane k of the four: four per lane,
+ * flushed every half block (two): six roundings (with ten, flushed once a block, a golden q5_K
+ * row broke 1e-6 of max|y|). Factoring the min out (dmin m sum(x)) would cancel
  * against the scaled codes, which the bound in terms of |w x| does not allow. Bytes 8k..8k+7 of
  * pair j's 32 code bytes hold elements 8k.. of group 2j (low nibbles) and of group 2j + 1 (high
  * ones); q5_K's fifth bit of each is bit 2j, resp. 2j + 1, of qh[8k..8k+7] (blocks.h). */
@@ -278,8 +279,11 @@ dot_k4_avx2(const uint8_t *b, const float *x, size_t n_blocks, size_t block_byte
                 l.v[k] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + 8 * k), l.v[k]);
                 l.v[k] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1 + 8 * k), l.v[k]);
             }
+            if (j % 2 == 1) { /* every half block */
+                lanes4_flush(&l, &a);
+                l = lanes4_zero();
+            }
         }
-        lanes4_flush(&l, &a);
     }
     return acc_sum(&a);
 }
@@ -310,8 +314,8 @@ static __m256 lane_of(const __m256 v[2], int g)
 /* q2_K: group g (16 elements) of half h, shift 2j and run r (g = 8h + 2j + r) is bits 2j..2j+1
  * of qs[32h + 16r ..]; each weight (d sc) q - dmin m formed as ggml rounds it (as q4_K's), then
  * one multiply-add by x, elements 8k.. of run r into lane 2r + k: four per lane, flushed every
- * half (two): six roundings (with ten, as q4_K, a golden row against a smooth x broke 1e-6 of
- * max|y|: its terms cancel more). */
+ * half (two): six roundings, as q4_K's (with ten a golden row against a smooth x broke 1e-6 of
+ * max|y|). */
 static float dot_q2_K_avx2(const void *w, const float *x, size_t n_blocks)
 {
     const uint8_t *b = w;
