@@ -8,6 +8,7 @@
 #define TM_COMPUTE_X86_AVX2_COMMON_H
 
 #include "../blocks.h"
+#include "../quant_tables.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -85,6 +86,24 @@ static inline __m256i fifth_bits(const uint8_t *p)
                                       _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
     return _mm256_and_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(-1)), _mm256_set1_epi8(0x10));
 }
+
+/* A 32-element block's codes as 32 bytes in element order, for the 8-bit kernels (matvec_avx2_q8.c,
+ * matmul_avx2_q8.c) and the float32 ones (matvec_avx2.c) alike: q4_1's and q5_1's unsigned,
+ * q5_0's less 16, iq4_nl's and mxfp4's the int8 table values of the nibbles; and the scales
+ * ggml applies to them. */
+static inline __m256i q4_1_bytes(const uint8_t *b) { return nibbles(b + 4); }
+static inline __m256i q5_0_bytes(const uint8_t *b)
+{
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2)), _mm256_set1_epi8(16));
+}
+static inline __m256i q5_1_bytes(const uint8_t *b)
+{
+    return _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4));
+}
+static inline __m256i iq4_nl_bytes(const uint8_t *b) { return looked_up(tm__kvalues_iq4nl, b + 2); }
+static inline __m256i mxfp4_bytes(const uint8_t *b) { return looked_up(tm__kvalues_fp4, b + 1); }
+static inline float d_half(const uint8_t *b) { return half(b); }
+static inline float d_e8m0(const uint8_t *b) { return tm__e8m0_half(b[0]); }
 
 /* an integer sum is exact in any order */
 static inline int32_t hsum128(__m128i s)

@@ -82,8 +82,6 @@ MM_FMA32(mm_q4_0_q8_avx2, tm__block_q4_0, q4_0_codes)
 static signed_codes unsigned_codes(__m256i u) { return (signed_codes){ u, u }; }
 static __m256i pairs_u(signed_codes c, __m256i x) { return _mm256_maddubs_epi16(c.abs, x); }
 
-static __m256i q4_1_codes(const uint8_t *b) { return nibbles(b + 4); }
-static __m256i iq4_nl_codes(const uint8_t *b) { return looked_up(tm__kvalues_iq4nl, b + 2); }
 
 /* as matvec_avx2_q8.c's DOT32: per block and column, (d dx) (codes . x) [+ (m dx) (sum of x)]
  * in eight float lanes, added into two double vectors, summed at the end */
@@ -119,8 +117,8 @@ static __m256i iq4_nl_codes(const uint8_t *b) { return looked_up(tm__kvalues_iq4
             y[c] = (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));               \
         }                                                                                     \
     }
-MM_LANES32(mm_q4_1_q8_avx2, tm__block_q4_1, q4_1_codes, unsigned_codes, pairs_u, 1)
-MM_LANES32(mm_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_codes, with_signs, pairs_s, 0)
+MM_LANES32(mm_q4_1_q8_avx2, tm__block_q4_1, q4_1_bytes, unsigned_codes, pairs_u, 1)
+MM_LANES32(mm_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_bytes, with_signs, pairs_s, 0)
 #undef MM_LANES32
 
 /* ---- mxfp4: the block's integer sum scaled in double ---------------------------------------- */
@@ -152,8 +150,8 @@ static void mm_mxfp4_q8_avx2(const void *w, const void *const xq[COLS], size_t n
         }
     }
     for (; i < n_blocks; i++, b += sizeof(tm__block_mxfp4)) {
-        const signed_codes q = with_signs(looked_up(tm__kvalues_fp4, b + 1));
-        const double e = (double)tm__e8m0_half(b[0]);
+        const signed_codes q = with_signs(mxfp4_bytes(b));
+        const double e = (double)d_e8m0(b);
         _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
         {
             const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;

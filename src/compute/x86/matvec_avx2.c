@@ -10,7 +10,6 @@
 #include "../blocks.h"
 #include "../kernels.h"
 
-#include "../quant_tables.h"
 #include "avx2_common.h"
 #include "prefetch.h"
 
@@ -177,29 +176,16 @@ static void byte_codes(__m256i v, __m256i c[4])
     c[2] = _mm256_cvtepi8_epi32(hi);
     c[3] = _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8));
 }
-/* iq4_nl and mxfp4: the table's int8 values of the block's nibbles (d kv is exact: an 11-bit
- * half times an int8, a power of two times one); q5_0: q - 16 with the fifth bits; q4_1, q5_1:
- * q unsigned, after d and m */
-static void iq4_nl_codes(const uint8_t *b, __m256i c[4])
-{
-    byte_codes(looked_up(tm__kvalues_iq4nl, b + 2), c);
-}
-static void mxfp4_codes(const uint8_t *b, __m256i c[4])
-{
-    byte_codes(looked_up(tm__kvalues_fp4, b + 1), c);
-}
-static void q5_0_codes(const uint8_t *b, __m256i c[4])
-{
-    byte_codes(_mm256_sub_epi8(_mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2)),
-                               _mm256_set1_epi8(16)), c);
-}
-static void q4_1_codes(const uint8_t *b, __m256i c[4]) { byte_codes(nibbles(b + 4), c); }
-static void q5_1_codes(const uint8_t *b, __m256i c[4])
-{
-    byte_codes(_mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4)), c);
-}
-static float d_half(const uint8_t *b) { return half(b); }
-static float d_e8m0(const uint8_t *b) { return tm__e8m0_half(b[0]); }
+/* the codes of a block as byte_codes's four vectors (avx2_common.h: *_bytes); iq4_nl's and
+ * mxfp4's d kv is exact (an 11-bit half times an int8, a power of two times one) */
+#define BYTE_CODES(type)                                                                      \
+    static void type##_codes(const uint8_t *b, __m256i c[4]) { byte_codes(type##_bytes(b), c); }
+BYTE_CODES(q4_1)
+BYTE_CODES(q5_0)
+BYTE_CODES(q5_1)
+BYTE_CODES(iq4_nl)
+BYTE_CODES(mxfp4)
+#undef BYTE_CODES
 
 DOT_32(dot_q8_0_avx2, tm__block_q8_0, q8_0_codes, d_half)
 DOT_32(dot_q4_0_avx2, tm__block_q4_0, q4_0_codes, d_half)
@@ -234,6 +220,20 @@ static float dot_iq4_xs_avx2(const void *w, const float *x, size_t n_blocks)
     return acc_sum(&a);
 }
 
+/* The eight floats f * (v[0..7] + add), v the low eight bytes of b unsigned: a K block's group
+ * scales as floats (exact products: an 11-bit half times a 6-bit integer) */
+static __m256 scaled8(__m128i b, int add, float f)
+{
+    const __m256i v = _mm256_add_epi32(_mm256_cvtepu8_epi32(b), _mm256_set1_epi32(add));
+    return _mm256_mul_ps(_mm256_set1_ps(f), cvt(v));
+}
+
+/* float g of the vectors v (g / 8 of them), in every lane */
+static __m256 lane_of(const __m256 *v, int g)
+{
+    return _mm256_permutevar8x32_ps(v[g / 8], _mm256_set1_epi32(g % 8));
+}
+
 /* q4_K and q5_K: each weight formed in a register exactly as ggml's decoder rounds it,
  * (d sc) q - dmin m (d sc q is exact in float, q < 32: so one fused multiply-subtract is ggml's
  * rounding, the weights are exactly ggml's; d sc and dmin m are exact products too, formed for
@@ -254,16 +254,12 @@ dot_k4_avx2(const uint8_t *b, const float *x, size_t n_blocks, size_t block_byte
         uint32_t w4[4];
         tm__k4_scale_min_words(b + 4, w4);
         const __m128i sm = ld128(w4); /* bytes: scales of groups 0..7, then their mins */
-        const __m256 ds = _mm256_mul_ps(_mm256_set1_ps(half(b)), cvt(_mm256_cvtepu8_epi32(sm)));
-        const __m256 ms = _mm256_mul_ps(_mm256_set1_ps(half(b + 2)),
-                                        cvt(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
+        const __m256 ds = scaled8(sm, 0, half(b));
+        const __m256 ms = scaled8(_mm_srli_si128(sm, 8), 0, half(b + 2));
         lanes4 l = lanes4_zero();
         for (int j = 0; j < 4; j++) {
-            const __m256i g0 = _mm256_set1_epi32(2 * j), g1 = _mm256_set1_epi32(2 * j + 1);
-            const __m256 d0 = _mm256_permutevar8x32_ps(ds, g0);
-            const __m256 m0 = _mm256_permutevar8x32_ps(ms, g0);
-            const __m256 d1 = _mm256_permutevar8x32_ps(ds, g1);
-            const __m256 m1 = _mm256_permutevar8x32_ps(ms, g1);
+            const __m256 d0 = lane_of(&ds, 2 * j), m0 = lane_of(&ms, 2 * j);
+            const __m256 d1 = lane_of(&ds, 2 * j + 1), m1 = lane_of(&ms, 2 * j + 1);
             const float *x0 = x + 64 * j, *x1 = x0 + 32;
             for (int k = 0; k < 4; k++) {
                 const __m256i v = zx8(b + codes + 32 * j + 8 * k);
@@ -298,19 +294,6 @@ static float dot_q5_K_avx2(const void *w, const float *x, size_t n_blocks)
     return dot_k4_avx2(w, x, n_blocks, sizeof(tm__block_q5_K), true);
 }
 
-/* The eight floats f * (v[0..7] + add), v the low eight bytes of b unsigned: a K block's group
- * scales as floats (exact products: an 11-bit half times a 6-bit integer) */
-static __m256 scaled8(__m128i b, int add, float f)
-{
-    const __m256i v = _mm256_add_epi32(_mm256_cvtepu8_epi32(b), _mm256_set1_epi32(add));
-    return _mm256_mul_ps(_mm256_set1_ps(f), cvt(v));
-}
-
-static __m256 lane_of(const __m256 v[2], int g)
-{
-    return _mm256_permutevar8x32_ps(v[g / 8], _mm256_set1_epi32(g % 8));
-}
-
 /* q2_K: group g (16 elements) of half h, shift 2j and run r (g = 8h + 2j + r) is bits 2j..2j+1
  * of qs[32h + 16r ..]; each weight (d sc) q - dmin m formed as ggml rounds it (as q4_K's), then
  * one multiply-add by x, elements 8k.. of run r into lane 2r + k: four per lane, flushed every
@@ -339,8 +322,8 @@ static float dot_q2_K_avx2(const void *w, const float *x, size_t n_blocks)
                         const __m256i q = _mm256_and_si256(_mm256_srli_epi32(v, 2 * j),
                                                            _mm256_set1_epi32(3));
                         const __m256 wv = _mm256_fmsub_ps(dg, cvt(q), mg);
-                        l.v[2 * r + k] = _mm256_fmadd_ps(
-                            wv, _mm256_loadu_ps(x + 128 * h + 32 * j + 16 * r + 8 * k), l.v[2 * r + k]);
+                        const float *xk = x + 128 * h + 32 * j + 16 * r + 8 * k;
+                        l.v[2 * r + k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xk), l.v[2 * r + k]);
                     }
                 }
             lanes4_flush(&l, &a);

@@ -79,23 +79,10 @@ static float lanes_sum(const __m256d acc[2])
         return lanes_sum(acc);                                                                \
     }
 
-static float d_half(const uint8_t *b) { return half(b); }
-
-static __m256i q4_1_codes(const uint8_t *b) { return nibbles(b + 4); }
-static __m256i q5_0_codes(const uint8_t *b)
-{
-    return _mm256_sub_epi8(_mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2)), _mm256_set1_epi8(16));
-}
-static __m256i q5_1_codes(const uint8_t *b) { return _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4)); }
-
-static __m256i iq4_nl_codes(const uint8_t *b) { return looked_up(tm__kvalues_iq4nl, b + 2); }
-static __m256i mxfp4_codes(const uint8_t *b) { return looked_up(tm__kvalues_fp4, b + 1); }
-static float e8m0(const uint8_t *b) { return tm__e8m0_half(b[0]); }
-
-DOT32(dot_q4_1_q8_avx2, tm__block_q4_1, q4_1_codes, mul_u, d_half, 1)
-DOT32(dot_q5_0_q8_avx2, tm__block_q5_0, q5_0_codes, mul_s, d_half, 0)
-DOT32(dot_q5_1_q8_avx2, tm__block_q5_1, q5_1_codes, mul_u, d_half, 1)
-DOT32(dot_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_codes, mul_s, d_half, 0)
+DOT32(dot_q4_1_q8_avx2, tm__block_q4_1, q4_1_bytes, mul_u, d_half, 1)
+DOT32(dot_q5_0_q8_avx2, tm__block_q5_0, q5_0_bytes, mul_s, d_half, 0)
+DOT32(dot_q5_1_q8_avx2, tm__block_q5_1, q5_1_bytes, mul_u, d_half, 1)
+DOT32(dot_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_bytes, mul_s, d_half, 0)
 
 /* mxfp4: its E8M0 scales go down to 2^-127 (e = 1), and their float products with dx are then
  * subnormal, a microcode assist per multiply (measured on the corpus rows: 0.22 of the read
@@ -113,12 +100,12 @@ static float dot_mxfp4_q8_avx2(const void *w, const void *xq, size_t n_blocks)
         prefetch_ahead(b, 4 * sizeof(tm__block_mxfp4));
         __m256i s[4];
         for (int k = 0; k < 4; k++)
-            s[k] = widen(mul_s(mxfp4_codes(b + (size_t)k * sizeof(tm__block_mxfp4)), ld256(x[k].qs)));
+            s[k] = widen(mul_s(mxfp4_bytes(b + (size_t)k * sizeof(tm__block_mxfp4)), ld256(x[k].qs)));
         acc = mxfp4_quad(acc, b, x, s);
     }
     double tail = 0.0;
     for (; i < n_blocks; i++, b += sizeof(tm__block_mxfp4), x++)
-        tail += (double)e8m0(b) * (double)x->d * hsum_epi32(widen(mul_s(mxfp4_codes(b), ld256(x->qs))));
+        tail += (double)d_e8m0(b) * (double)x->d * hsum_epi32(widen(mul_s(mxfp4_bytes(b), ld256(x->qs))));
     return (float)(hsum_pd(acc) + tail);
 }
 #undef DOT32
