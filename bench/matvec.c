@@ -50,7 +50,6 @@ static const struct {
     { TM_TYPE_IQ2_XXS, 0, 0 },    { TM_TYPE_IQ3_S, 0, 0 },      { TM_TYPE_TQ2_0, 0, 0 },
 };
 #define N_TYPES (sizeof types / sizeof types[0])
-static const char *const isas[] = { "scalar", "avx2", "avx512", "neon" };
 
 enum { COLS = 4096, CALLS = 7, CEILING_CALLS = 5, ERROR_ROWS = 64 };
 static size_t w_bytes_min = (size_t)256 << 20;
@@ -153,7 +152,7 @@ static double bench_row(const product *p, const char *what, const char *mode_nam
         snprintf(verdict, sizeof verdict, "%.2f %s", target, ratio >= target ? "met" : "MISSED");
     if (vs_ggml > 0)
         snprintf(versus, sizeof versus, "  %6.2f", gbs / vs_ggml);
-    printf("%-6s %-7s %-4s %u  %7.2f  %7.2f  %5.2f  %-10s %9.2e%s\n", tm_type_name(w->type),
+    printf("%-6s %-10s %-4s %u  %7.2f  %7.2f  %5.2f  %-10s %9.2e%s\n", tm_type_name(w->type),
            what, mode_name, p->n_threads, gbs * 1e-9, ceiling * 1e-9, ratio, verdict,
            bench_error(w, p->x, p->y, ERROR_ROWS), versus);
     fflush(stdout);
@@ -171,7 +170,7 @@ static double ggml_row(const tm_tensor *w, const float *x, float *y)
         const product p = { w, x, y, 0, 1, &dot };
         gbs = bench_row(&p, "ggml", ggml_type_name(dot.x_type), 0, 0);
     } else
-        printf("%-6s ggml    has no one-row vec_dot for this type\n", tm_type_name(w->type));
+        printf("%-6s ggml       has no one-row vec_dot for this type\n", tm_type_name(w->type));
     ggml_side_dot_free(&dot);
     return gbs;
 #else
@@ -204,7 +203,7 @@ static void header(void)
            "ceiling: plain read of the same bytes on the same number of threads, measured just "
            "before the row (median of %d)\n"
            "error: max|y - Wx| / max|Wx| over %d rows, Wx in double from the decoded W\n"
-           GGML_NOTE "\ntype   path    mode thr   GB/s  ceiling  ratio  target        error" GGML_COLUMNS "\n",
+           GGML_NOTE "\ntype   path       mode thr   GB/s  ceiling  ratio  target        error" GGML_COLUMNS "\n",
            TM_BENCH_LIB_FLAGS, load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN), COLS,
            w_bytes_min >> 20, CALLS,
            one_thread_clock == CLOCK_MONOTONIC ? "the wall clock" : "the thread's CPU time",
@@ -268,10 +267,11 @@ int main(int argc, char **argv)
         w.n_bytes = rows * row_bytes;
         w.data = wb;
         const double ggml_gbs = ggml_row(&w, x, y);
-        for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
-            if ((only_isa && strcmp(only_isa, isas[k]) != 0) || !tm_isa_available(isas[k]))
+        for (unsigned k = 0; tm_isa_built(k); k++) {
+            const char *isa = tm_isa_built(k);
+            if ((only_isa && strcmp(only_isa, isa) != 0) || !tm_isa_available(isa))
                 continue;
-            if (tm_set_isa(isas[k], &err) != TM_OK)
+            if (tm_set_isa(isa, &err) != TM_OK)
                 die(err.message);
             for (unsigned mode = 0; mode < 2; mode++)
                 for (unsigned thr = 1; thr <= 2; thr++) {
@@ -279,7 +279,7 @@ int main(int argc, char **argv)
                     const double target = mode == TM_MATVEC_Q8
                         ? (thr == 2 && types[ti].q8 > 0 ? 0.9 : types[ti].q8)
                         : (thr == 2 ? 0 : types[ti].f32);
-                    bench_row(&p, isas[k], mode == TM_MATVEC_Q8 ? "q8" : "f32", target,
+                    bench_row(&p, isa, mode == TM_MATVEC_Q8 ? "q8" : "f32", target,
                               thr == 1 ? ggml_gbs : 0);
                 }
         }

@@ -558,7 +558,7 @@ static void usage(FILE *out)
             "  --batch N    at most N prompt tokens a product (1 to 512, default 512; 1: the\n"
             "               prompt token by token through tm_matvec)\n"
             "  --logits     print each position's logits: 'logits POS TOKEN v0 v1 ...'\n"
-            "  TM_ISA=scalar|avx2|avx512|neon forces a decoding path.\n");
+            "  TM_ISA=scalar|avx2|avx512|avx512fp16|neon forces a decoding path.\n");
 }
 
 /* "12,7,40" into ids (at most max of them, each below n_vocab); the count, or -1. */

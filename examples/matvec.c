@@ -35,7 +35,7 @@ static void usage(FILE *out)
             "  --q8         quantize x to 8 bits as ggml does (TM_MATVEC_Q8); default: float32\n"
             "  --threads N  threads (default 0: every online CPU); y does not depend on it\n"
             "  --all        print every y value, one per line\n"
-            "  TM_ISA=scalar|avx2|avx512|neon forces a decoding path.\n");
+            "  TM_ISA=scalar|avx2|avx512|avx512fp16|neon forces a decoding path.\n");
 }
 
 int main(int argc, char **argv)

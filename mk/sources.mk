@@ -20,6 +20,7 @@ LIB_SRCS := $(COMMON_SRCS) $(IO_SRCS) $(READ_SRCS) $(COMPUTE_SRCS) $(WRITE_SRCS)
 # here and its KERNEL_PATHS entry.)
 AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
 AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
+AVX512FP16_FLAGS := $(AVX512_FLAGS) -mavx512fp16
 SCALAR_SRCS  := src/compute/dequant_scalar.c
 SCALAR_SRCS  += src/compute/dequant_scalar_iq.c
 SCALAR_SRCS  += src/compute/dequant_scalar_lut.c
@@ -38,6 +39,7 @@ AVX512_SRCS  += src/compute/x86/dequant_avx512_iq.c
 AVX512_SRCS  += src/compute/x86/matvec_avx512.c
 AVX512_SRCS  += src/compute/x86/matmul_avx512_f16.c
 AVX512_SRCS  += src/compute/x86/matmul_avx512_q8.c
+AVX512FP16_SRCS := src/compute/x86/matvec_avx512fp16.c
 NEON_SRCS    := src/compute/arm/dequant_neon.c
 NEON_SRCS    += src/compute/arm/dequant_neon_iq.c
 NEON_SRCS    += src/compute/arm/matvec_neon.c
@@ -45,8 +47,8 @@ NEON_SRCS    += src/compute/arm/matvec_neon.c
 # The paths built for this architecture (the scalar files are in COMPUTE_SRCS already).
 KERNEL_PATHS := SCALAR
 ifeq ($(ARCH),x86_64)
-KERNEL_PATHS += AVX2 AVX512
-LIB_SRCS += src/compute/x86/cpu.c $(AVX2_SRCS) $(AVX512_SRCS)
+KERNEL_PATHS += AVX2 AVX512 AVX512FP16
+LIB_SRCS += src/compute/x86/cpu.c $(AVX2_SRCS) $(AVX512_SRCS) $(AVX512FP16_SRCS)
 endif
 ifeq ($(ARCH),aarch64)
 KERNEL_PATHS += NEON
@@ -77,6 +79,7 @@ AVX2_O3_SRCS := src/compute/x86/dequant_avx2.c src/compute/x86/matmul_avx2_q8.c 
 
 $(AVX2_SRCS:%.c=$(OBJ_DIR)/%.o):   ISA_FLAGS := $(AVX2_FLAGS)
 $(AVX512_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX512_FLAGS)
+$(AVX512FP16_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX512FP16_FLAGS)
 $(SCALAR_O3_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(SCALAR_OPT)
 $(AVX2_O3_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX2_FLAGS) $(AVX2_OPT)
 $(OBJ_DIR)/src/compute/isa.o: ISA_FLAGS := -D'TM__KERNEL_TABLES(X)=$(KERNEL_TABLES)'

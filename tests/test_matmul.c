@@ -51,6 +51,10 @@ static double product(const float *w, const float *x, size_t rows, size_t cols, 
 static void check_column(const char *what, tm_type type, unsigned mode, const float *wf,
                          const float *x, const float *y, size_t rows, size_t cols)
 {
+    if (mode == TM_MATVEC_Q8 && q8_takes_halves(type)) {
+        check_halves(what, wf, x, y, rows, cols);
+        return;
+    }
     double *ref = malloc((rows + 1) * sizeof *ref), *refq = malloc((rows + 1) * sizeof *refq);
     float *xq = malloc((cols + 1) * sizeof *xq);
     double *half = malloc((cols + 1) * sizeof *half);
@@ -219,6 +223,7 @@ static void random_blocks_on(const char *isa)
 PER_PATH(scalar)
 PER_PATH(avx2)
 PER_PATH(avx512)
+PER_PATH(avx512fp16)
 PER_PATH(neon)
 #undef PER_PATH
 
@@ -330,14 +335,16 @@ Test(matmul, mxfp4_odd_rows_avx2) { odd_rows_on("avx2", TM_TYPE_MXFP4); }
  * sixteens, the last sixteen or fewer masked): 15, 16, 17, 63, 64, 65, 300 (four 64s + two
  * sixteens + 12), 511, 512, 513, 560 (a segment + three sixteens), 576 (a short second segment),
  * 1000 (a segment, one of 448, then 40), 1100 (two segments and a short third, then 12);
- * 777 = six AVX2 segments + 9 = two AVX-512 segments (512, 256) + 9. */
+ * 777 = six AVX2 segments + 9 = two AVX-512 segments (512, 256) + 9; and avx512fp16's (steps
+ * of 128, the last masked; flushes of 512; segments of 4096): 4095, 4096, 4097, 4700. */
 static void rows_of_every_cut(const char *isa, const tm_type *types, size_t n_types)
 {
     use_isa(isa);
     const uint64_t seed = (uint64_t)time(NULL);
     cr_log_info("matmul float row cuts on %s: seed %llu", isa, (unsigned long long)seed);
     const size_t ks[] = { 3,   8,   15,  16,  17,  31,  40,  63,  64,  65,  100,  129, 168,
-                          200, 255, 256, 257, 300, 511, 512, 513, 560, 576, 777, 1000, 1100 };
+                          200, 255, 256, 257, 300, 511, 512, 513, 560, 576, 777, 1000, 1100,
+                          4095, 4096, 4097, 4700 };
     const size_t ns[] = { 4, 5, 9 }, rows = 37;
     for (size_t ti = 0; ti < n_types; ti++)
         for (size_t ki = 0; ki < N_OF(ks); ki++) {
@@ -377,6 +384,14 @@ Test(matmul, f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit)
 Test(matmul, f32_f16_bf16_rows_of_every_cut_are_tm_matvec_bit_for_bit_avx512)
 {
     rows_of_every_cut("avx512", batched_f32_types_avx512, N_OF(batched_f32_types_avx512));
+}
+
+/* avx512fp16's f16 kernels (TM_MATVEC_Q8 in halves: steps of 128, flushes of 512, segments of
+ * 4096) on the lengths above and around a segment */
+Test(matmul, f16_rows_of_every_cut_are_tm_matvec_bit_for_bit_avx512fp16)
+{
+    const tm_type f16[] = { TM_TYPE_F16 };
+    rows_of_every_cut("avx512fp16", f16, 1);
 }
 
 #if defined(__x86_64__)
@@ -432,6 +447,26 @@ Test(matmul, batched_kernels_only_beside_the_kernel_they_reproduce)
     cr_assert_eq(batched_registry(TM_MATVEC_F32, batched_f32_types, N_OF(batched_f32_types),
                                   batched_f32_types_avx512, N_OF(batched_f32_types_avx512)),
                  3u);
+}
+
+/* avx512fp16 has its own batched kernel only for f16 in TM_MATVEC_Q8, beside its own 1-column
+ * one; for everything else it runs what avx512 runs. */
+Test(matmul, avx512fp16_batches_f16_in_8_bit_mode_and_otherwise_runs_avx512s_kernels)
+{
+    for (unsigned id = 0; id < TM__GGML_SLOTS; id++)
+        for (unsigned mode = 0; mode < 2; mode++) {
+            const tm_type type = (tm_type)id;
+            unsigned from = 99, from512 = 98, mv_from = 97;
+            const bool own = type == TM_TYPE_F16 && mode == TM_MATVEC_Q8;
+            const bool has = tm__matmul_kernel_for(TM__ISA_AVX512FP16, type, mode, &from);
+            const bool has512 = tm__matmul_kernel_for(TM__ISA_AVX512, type, mode, &from512);
+            cr_assert_eq(has, own || has512, "type id %u mode %u", id, mode);
+            cr_assert(!has || from == (own ? TM__ISA_AVX512FP16 : from512),
+                      "type id %u mode %u: batched kernel from path %u", id, mode, from);
+            cr_assert(!own || (tm__matvec_kernel_for(TM__ISA_AVX512FP16, type, mode, &mv_from) &&
+                               mv_from == TM__ISA_AVX512FP16),
+                      "f16's 1-column 8-bit kernel from path %u", mv_from);
+        }
 }
 #endif
 

@@ -102,6 +102,10 @@ static void check_f32_bound(const char *what, const float *wf, const float *x, c
 static void check_y(const char *what, tm_type type, unsigned mode, const float *wf,
                     const float *x, const float *y, size_t rows, size_t cols)
 {
+    if (mode == TM_MATVEC_Q8 && q8_takes_halves(type)) {
+        check_halves(what, wf, x, y, rows, cols);
+        return;
+    }
     double max;
     double *ref = product(wf, x, rows, cols, &max);
     if (mode == TM_MATVEC_F32 || !has_q8_kernel(type)) {
@@ -184,18 +188,21 @@ static void golden_all(const char *isa, unsigned mode)
 GOLDEN_TEST(scalar)
 GOLDEN_TEST(avx2)
 GOLDEN_TEST(avx512)
+GOLDEN_TEST(avx512fp16)
 GOLDEN_TEST(neon)
 #undef GOLDEN_TEST
 
 /* The plain and integer types (no 8-bit kernel) give TM_MATVEC_F32's result in TM_MATVEC_Q8,
- * bit for bit. */
-Test(matvec_api, q8_mode_without_a_kernel_is_the_f32_result)
+ * bit for bit, on every path this CPU has (f16 on avx512fp16 has one: check_halves holds it). */
+static void q8_without_a_kernel_on(const char *isa)
 {
+    use_isa(isa);
     golden g;
     golden_open(&g);
     for (uint64_t i = 0; i < tm_n_tensors(g.f); i++) {
         const tm_tensor *t = tm_tensor_at(g.f, i);
-        if (!tm_type_can_dequant(t->type) || has_q8_kernel(t->type) || t->n_dims != 2)
+        if (!tm_type_can_dequant(t->type) || has_q8_kernel(t->type) || t->n_dims != 2 ||
+            q8_takes_halves(t->type))
             continue;
         const size_t rows = (size_t)tm_tensor_rows(t);
         float *x = make_x((size_t)t->ne[0], 5), *a = malloc(rows * 4), *b = malloc(rows * 4);
@@ -203,14 +210,26 @@ Test(matvec_api, q8_mode_without_a_kernel_is_the_f32_result)
         tm_error err = {0};
         cr_assert_eq(tm_matvec(t, x, a, TM_MATVEC_F32, 1, &err), TM_OK, "%s", err.message);
         cr_assert_eq(tm_matvec(t, x, b, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
-        cr_assert(memcmp(a, b, rows * 4) == 0, "%.*s: Q8 differs from F32", (int)t->name.len,
-                  t->name.ptr);
+        cr_assert(memcmp(a, b, rows * 4) == 0, "%.*s on %s: Q8 differs from F32",
+                  (int)t->name.len, t->name.ptr, isa);
         free(x);
         free(a);
         free(b);
     }
     golden_close(&g);
 }
+
+#define WITHOUT_A_KERNEL(isa)                                                                \
+    Test(matvec_api, q8_mode_without_a_kernel_is_the_f32_result_##isa)                       \
+    {                                                                                        \
+        q8_without_a_kernel_on(#isa);                                                        \
+    }
+WITHOUT_A_KERNEL(scalar)
+WITHOUT_A_KERNEL(avx2)
+WITHOUT_A_KERNEL(avx512)
+WITHOUT_A_KERNEL(avx512fp16)
+WITHOUT_A_KERNEL(neon)
+#undef WITHOUT_A_KERNEL
 
 /* ---- random blocks, fresh every run: every path against a product of ggml-free decoding --- */
 
@@ -272,7 +291,8 @@ static void random_blocks_on(const char *isa)
         double ymax = 0;
         for (size_t r = 0; r < rows; r++)
             ymax = fmax(ymax, fabs((double)y_scalar[r]));
-        for (size_t r = 0; r < rows; r++)
+        /* f16 on avx512fp16 rounds x to halves where scalar keeps it float: held by check_y */
+        for (size_t r = 0; !q8_takes_halves(type) && r < rows; r++)
             cr_assert(fabs((double)y[r] - (double)y_scalar[r]) <= 1e-5 * ymax,
                       "random %s on %s, 8 bits, row %zu: %.9g, scalar %.9g (seed %llu)",
                       tm_type_name(type), isa, r, (double)y[r], (double)y_scalar[r],
@@ -378,12 +398,44 @@ static void special_x_on(const char *isa)
     golden_close(&g);
 }
 
+/* Rows of the plain types longer than any kernel's segment (avx512fp16's halves go into double
+ * every 4096 elements): 9000 elements, both modes, against the bounds. */
+static void long_rows_on(const char *isa)
+{
+    use_isa(isa);
+    const uint64_t seed = (uint64_t)time(NULL);
+    cr_log_info("matvec long rows on %s: seed %llu", isa, (unsigned long long)seed);
+    const tm_type types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16 };
+    enum { ROWS = 16, COLS = 9000 };
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        uint8_t *p = malloc(ROWS * COLS * tm_type_block_bytes(types[ti]));
+        cr_assert(p);
+        random_blocks(types[ti], p, ROWS * COLS, seed + ti);
+        float *wf = decoded(types[ti], p, ROWS * COLS), *x = make_x(COLS, seed + 3 * ti), y[ROWS];
+        const tm_tensor t = tensor_over("long", types[ti], p, COLS, ROWS);
+        cr_assert_eq(tm_set_isa(isa, NULL), TM_OK);
+        for (unsigned mode = 0; mode < 2; mode++) {
+            tm_error err = {0};
+            cr_assert_eq(tm_matvec(&t, x, y, mode, 1, &err), TM_OK, "%s", err.message);
+            char what[128];
+            snprintf(what, sizeof what, "long %s rows on %s, mode %u (seed %llu)",
+                     tm_type_name(types[ti]), isa, mode, (unsigned long long)seed);
+            check_y(what, types[ti], mode, wf, x, y, ROWS, COLS);
+        }
+        free(p);
+        free(wf);
+        free(x);
+    }
+}
+
 #define PER_PATH(isa)                                                                        \
     Test(matvec_api, random_blocks_##isa) { random_blocks_on(#isa); }                      \
-    Test(matvec_api, special_x_##isa) { special_x_on(#isa); }
+    Test(matvec_api, special_x_##isa) { special_x_on(#isa); }                              \
+    Test(matvec_api, long_rows_##isa) { long_rows_on(#isa); }
 PER_PATH(scalar)
 PER_PATH(avx2)
 PER_PATH(avx512)
+PER_PATH(avx512fp16)
 PER_PATH(neon)
 #undef PER_PATH
 
@@ -442,8 +494,46 @@ static void cancelling_rows_on(const char *isa)
 CANCELLING(scalar)
 CANCELLING(avx2)
 CANCELLING(avx512)
+CANCELLING(avx512fp16)
 CANCELLING(neon)
 #undef CANCELLING
+
+/* ---- f16 in halves: sums past a half's range ------------------------------------------------ */
+
+/* avx512fp16 sums f16 rows in half arithmetic in TM_MATVEC_Q8. Rows of 30000s against x of 1.5s:
+ * two products already pass 65504, the half sums overflow, and the row must be summed again in
+ * float32 (docs/matvec.md), whose result here is exact (30000 * 1.5 * 300 = 13500000); a row
+ * with an infinite weight and an x with a NaN stay non-finite. Run on every path this CPU has:
+ * the others keep x in float32 and give the same. */
+static void half_overflow_on(const char *isa)
+{
+    use_isa(isa);
+    enum { COLS = 300 };
+    uint16_t w[3 * COLS];
+    float big = 30000.0f, one = 1.0f, inf = INFINITY, x[COLS], y[3];
+    for (size_t c = 0; c < 3 * COLS; c++)
+        tm_f32_to_f16(c == 2 * COLS + 7 ? &inf : c < COLS ? &big : &one, &w[c], 1);
+    for (size_t c = 0; c < COLS; c++)
+        x[c] = 1.5f;
+    const tm_tensor t = tensor_over("overflowing", TM_TYPE_F16, w, COLS, 3);
+    tm_error err = {0};
+    cr_assert_eq(tm_matvec(&t, x, y, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
+    cr_assert(y[0] == 13500000.0f, "%s: a row of 30000s against 1.5s gives %.9g", isa,
+              (double)y[0]);
+    cr_assert(y[1] == 450.0f, "%s: a row of 1s against 1.5s gives %.9g", isa, (double)y[1]);
+    cr_assert(isinf(y[2]) && y[2] > 0, "%s: a row with an infinite weight gives %g", isa,
+              (double)y[2]);
+    x[5] = NAN;
+    cr_assert_eq(tm_matvec(&t, x, y, TM_MATVEC_Q8, 1, &err), TM_OK, "%s", err.message);
+    for (int r = 0; r < 3; r++)
+        cr_assert(isnan(y[r]), "%s: x with a NaN gives y[%d] = %g", isa, r, (double)y[r]);
+}
+
+#define HALF_OVERFLOW(isa) \
+    Test(matvec_api, f16_sums_past_the_half_range_##isa) { half_overflow_on(#isa); }
+HALF_OVERFLOW(avx512)
+HALF_OVERFLOW(avx512fp16)
+#undef HALF_OVERFLOW
 
 /* ---- refusals ------------------------------------------------------------------------------ */
 

@@ -62,7 +62,8 @@ def can_decode(type_name):
 
 
 def isa():
-    """The instruction-set path the kernels use: "scalar", "avx2", "avx512" or "neon"."""
+    """The instruction-set path the kernels use: "scalar", "avx2", "avx512", "avx512fp16" or
+    "neon"."""
     return _c.tm_isa().decode()
 
 

@@ -14,6 +14,7 @@
 
 #include "tensormap.h"
 
+#include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,7 @@ static inline int tm__type_slot(tm_type t)
 enum {
     TM__X86_AVX2 = 1u << 0,   /* AVX2 + FMA + F16C + BMI2, YMM state enabled by the OS */
     TM__X86_AVX512 = 1u << 1, /* AVX-512 F, BW, VL, DQ, VBMI, ZMM + opmask state enabled */
+    TM__X86_AVX512FP16 = 1u << 2, /* and AVX512-FP16: f16 arithmetic (Sapphire Rapids on) */
 };
 #if defined(__x86_64__)
 unsigned tm__x86_features(void); /* the TM__X86_ bits this CPU and its OS both support */
@@ -65,13 +67,14 @@ unsigned tm__x86_features(void); /* the TM__X86_ bits this CPU and its OS both s
 
 /* Every instruction-set path the library knows, X(ID, "name", FALLBACK, NEEDS): for a type a
  * path's tables have no kernel for, the path runs its fallback's kernel (resolved once, at first
- * use: avx512 -> avx2 -> scalar); NEEDS is what the CPU must have for the path to run (NEON is
- * part of every aarch64 CPU). Later paths are better; a fallback comes before its path. A path
+ * use: avx512fp16 -> avx512 -> avx2 -> scalar); NEEDS is what the CPU must have for the path
+ * to run (NEON is part of every aarch64 CPU). Later paths are better; a fallback comes before its path. A path
  * is built when some kernel file of this build belongs to it. */
-#define TM__ISA_LIST(X)                             \
-    X(SCALAR, "scalar", SCALAR, 0)                  \
-    X(AVX2, "avx2", SCALAR, TM__X86_AVX2)           \
-    X(AVX512, "avx512", AVX2, TM__X86_AVX512)       \
+#define TM__ISA_LIST(X)                                                      \
+    X(SCALAR, "scalar", SCALAR, 0)                                           \
+    X(AVX2, "avx2", SCALAR, TM__X86_AVX2)                                    \
+    X(AVX512, "avx512", AVX2, TM__X86_AVX512)                                \
+    X(AVX512FP16, "avx512fp16", AVX512, TM__X86_AVX512 | TM__X86_AVX512FP16) \
     X(NEON, "neon", SCALAR, 0)
 
 enum tm__isa {
@@ -94,7 +97,8 @@ typedef void tm__dequant_fn(const void *src, float *dst, size_t n_blocks);
 /* sum over the row of w[i] * x[i], x as float32 (n_blocks * block_elems floats) */
 typedef float tm__mv_f32_fn(const void *w, const float *x, size_t n_blocks);
 /* the same with x quantized: n_blocks tm__q8_0x (32-element weight blocks) or tm__q8_Kx
- * (256-element weight blocks) at xq */
+ * (256-element weight blocks) at xq; for f16 weights (a path with f16 arithmetic), the
+ * tm__f16x of x */
 typedef float tm__mv_q8_fn(const void *w, const void *xq, size_t n_blocks);
 
 /* x quantized to 8 bits for TM_MATVEC_Q8, as ggml's q8_0 and q8_K blocks but with a float32
@@ -110,6 +114,15 @@ typedef struct tm__q8_Kx {
     int8_t qs[256];
     int16_t bsums[16];
 } tm__q8_Kx;
+
+/* x as halves for f16 weights in TM_MATVEC_Q8 (ggml pairs f16 weights with f16 x): x[i] ~=
+ * scale * h[i], h[i] the IEEE half nearest x[i] / scale (ties to even), scale the power of two
+ * 2^floor(log2 max|x|), so that |h| < 2 and no product with a half weight overflows; scale 1 when
+ * max|x| is 0, infinite or NaN (then h keeps the infinities and NaNs). */
+typedef struct tm__f16x {
+    float scale;
+    alignas(64) uint16_t h[]; /* on a cache line: a vector of 32 never straddles two */
+} tm__f16x;
 
 _Static_assert(sizeof(tm__q8_0x) == 36, "q8_0 activation block is 36 bytes");
 _Static_assert(sizeof(tm__q8_Kx) == 292, "q8_K activation block is 292 bytes");

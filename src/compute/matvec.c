@@ -2,11 +2,12 @@
  *
  * The instruction-set path is the dequant kernels' (tm_isa(): TM_ISA or cpuid, tm_set_isa). Per
  * type and mode, the kernel is the path's merged one (isa.c: its own, else the next path down's,
- * avx512 -> avx2 -> scalar, neon -> scalar), else a row is computed here by decoding a few
- * blocks at a time into a stack buffer (tm_dequant_raw, bit-exact on every path) and taking their
- * dot with x in double. So a type that gains a decoder works in both modes with no change
- * here. In TM_MATVEC_Q8, every block type has an 8-bit kernel (matvec_scalar*.c); the plain and
- * integer types keep x in float32 (ggml pairs them with float x too) and run the F32 kernel.
+ * avx512fp16 -> avx512 -> avx2 -> scalar, neon -> scalar), else a row is computed here by
+ * decoding a few blocks at a time into a stack buffer (tm_dequant_raw, bit-exact on every
+ * path) and taking their dot with x in double. So a type that gains a decoder works in both
+ * modes with no change here. In TM_MATVEC_Q8, every block type has an 8-bit kernel (matvec_scalar*.c); the plain and
+ * integer types keep x in float32 and run the F32 kernel, except f16 on a path with f16
+ * arithmetic (avx512fp16), whose Q8 kernel takes x as halves (tm__f16x), as ggml pairs them.
  *
  * Determinism: every row is computed by one kernel call whose order of operations depends only
  * on the row, so splitting the rows over threads cannot change a bit of y. Nothing here is
@@ -14,6 +15,8 @@
 #include "../common/internal.h"
 #include "compute.h"
 
+#include <math.h>
+#include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,15 +62,44 @@ static void quantize_block(const float *x, int n, float *d, int8_t *qs)
 
 /* The 8-bit layout of x for a weight of block_elems: q8_K (256 elements) for the K-quants,
  * i-quants and ternary types, q8_0 (32) for the blocks made of 32s (nvfp4's 64, q1_0's 128),
- * as ggml pairs them; 0 for the plain and integer types, which keep x in float32. */
+ * as ggml pairs them; 0 for the plain and integer types, which keep x in float32 (or, for f16
+ * on a path with an f16 Q8 kernel, take it as halves: tm__f16x). */
 static uint32_t x_block_elems(uint32_t block_elems)
 {
     return block_elems % 256 == 0 ? 256 : block_elems % 32 == 0 ? 32 : 0;
 }
 
-/* x (n_blocks x-blocks of xb elements) in its 8-bit layout at out */
+/* x (n elements) as tm__f16x at out (kernels.h): the power-of-two scale makes x / scale exact
+ * (a multiply by 2^-e, or ldexpf where 2^-e is not a float), then each is rounded to a half. */
+static void halve_x(const float *x, size_t n, tm__f16x *out)
+{
+    float amax = 0.0f;
+    for (size_t j = 0; j < n; j++) {
+        const float a = x[j] < 0 ? -x[j] : x[j];
+        amax = a > amax || a != a ? a : amax; /* a NaN, once seen, stays */
+    }
+    int e = 1;
+    if (amax > 0.0f && amax <= 3.4028234663852886e38)
+        (void)frexpf(amax, &e); /* amax = m 2^e, m in [0.5, 1): scale 2^(e - 1) */
+    out->scale = ldexpf(1.0f, e - 1);
+    float buf[256];
+    for (size_t b = 0; b < n; b += 256) {
+        const size_t m = n - b < 256 ? n - b : 256;
+        for (size_t j = 0; j < m; j++)
+            buf[j] = e - 1 > -127 && e - 1 < 127 ? x[b + j] * ldexpf(1.0f, 1 - e)
+                                                 : ldexpf(x[b + j], 1 - e);
+        tm_f32_to_f16(buf, out->h + b, m);
+    }
+}
+
+/* x (n_blocks x-blocks of xb elements, or n_blocks elements when xb is 0) in the layout of the
+ * Q8 kernel at out */
 static void quantize_x(const float *x, size_t n_blocks, uint32_t xb, void *out)
 {
+    if (xb == 0) {
+        halve_x(x, n_blocks, out);
+        return;
+    }
     if (xb == 32) {
         tm__q8_0x *b = out;
         for (size_t i = 0; i < n_blocks; i++)
@@ -139,16 +171,18 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
     p->y = y;
     p->r0 = r0;
     const uint32_t xb = x_block_elems(be);
-    if (mode == TM_MATVEC_Q8 && xb && r1 > r0)
-        p->q8 = k->mv_q8[slot];
+    if (mode == TM_MATVEC_Q8 && r1 > r0)
+        p->q8 = k->mv_q8[slot]; /* for a plain type, only f16 on avx512fp16 (tm__f16x) */
     if (tm__tensor_is_remote(t)) {
         p->q8 = NULL; /* the checks are done; remote_rows plans each fetched piece */
         return TM_OK;
     }
     if (p->q8) {
-        const size_t nx = p->n_blocks * (be / xb);
-        const size_t bytes = nx * (xb == 32 ? sizeof(tm__q8_0x) : sizeof(tm__q8_Kx));
-        p->xq = malloc(bytes ? bytes : 1);
+        const size_t nx = xb ? p->n_blocks * (be / xb) : p->n_blocks;
+        const size_t bytes = !xb ? sizeof(tm__f16x) + nx * sizeof(uint16_t)
+                             : nx * (xb == 32 ? sizeof(tm__q8_0x) : sizeof(tm__q8_Kx));
+        p->xq = xb ? malloc(bytes ? bytes : 1) /* tm__f16x: its halves on a cache line */
+                   : aligned_alloc(alignof(tm__f16x), (bytes + 63) / 64 * 64);
         if (!p->xq)
             return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
                             "%s: %s: no memory for x quantized to 8 bits (%zu bytes)", fn,

@@ -2,6 +2,7 @@
 #include "product_fixture.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,4 +130,59 @@ tm_tensor tensor_over(const char *name, tm_type type, const void *data, uint64_t
     t.n_bytes = t.n_elements / tm_type_block_elems(type) * tm_type_block_bytes(type);
     t.data = data;
     return t;
+}
+
+/* the compiler's IEEE half: its conversion from float rounds to nearest, ties to even */
+__extension__ typedef _Float16 ieee_half;
+
+bool q8_takes_halves(tm_type type)
+{
+    return type == TM_TYPE_F16 && strcmp(tm_isa(), "avx512fp16") == 0;
+}
+
+void check_halves(const char *what, const float *wf, const float *x, const float *y, size_t rows,
+                  size_t cols)
+{
+    float amax = 0;
+    for (size_t c = 0; c < cols; c++)
+        amax = fmaxf(amax, fabsf(x[c]));
+    int e = 1;
+    if (amax > 0)
+        (void)frexp((double)amax, &e);
+    const double scale = ldexp(1.0, e - 1);
+    double *xh = malloc((cols + 1) * sizeof *xh), *ref = malloc((rows + 1) * sizeof *ref),
+           *refh = malloc((rows + 1) * sizeof *refh);
+    cr_assert(xh && ref && refh);
+    for (size_t c = 0; c < cols; c++)
+        xh[c] = (double)(ieee_half)(float)((double)x[c] / scale) * scale;
+    double maxh = 0;
+    for (size_t r = 0; r < rows; r++) {
+        double s = 0, sh = 0;
+        for (size_t c = 0; c < cols; c++) {
+            s += (double)wf[r * cols + c] * (double)x[c];
+            sh += (double)wf[r * cols + c] * xh[c];
+        }
+        ref[r] = s;
+        refh[r] = sh;
+        maxh = fmax(maxh, fabs(sh));
+    }
+    for (size_t r = 0; r < rows; r++) {
+        double abs_wx = 0, abs_w = 0;
+        for (size_t c = 0; c < cols; c++) {
+            abs_wx += fabs((double)wf[r * cols + c] * (double)x[c]);
+            abs_w += fabs((double)wf[r * cols + c]);
+        }
+        const double bound = 0x1p-8 * abs_wx + 0x1p-24 * (double)amax * (abs_w + (double)cols) +
+                             0x1p-24 * fabs(ref[r]);
+        cr_assert(fabs((double)y[r] - ref[r]) <= bound,
+                  "%s row %zu: y = %.9g, W x = %.9g: error %.3g beyond the halves bound %.3g",
+                  what, r, (double)y[r], ref[r], fabs((double)y[r] - ref[r]), bound);
+        cr_assert(fabs((double)y[r] - refh[r]) <= 4e-3 * maxh,
+                  "%s row %zu: y = %.9g, W xh = %.9g (error %.3g of max|W xh|, measured bound "
+                  "4e-3)",
+                  what, r, (double)y[r], refh[r], fabs((double)y[r] - refh[r]) / maxh);
+    }
+    free(xh);
+    free(ref);
+    free(refh);
 }

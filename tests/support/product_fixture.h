@@ -6,6 +6,7 @@
 
 #include "tensormap.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,5 +34,16 @@ void random_blocks(tm_type type, uint8_t *p, size_t n_blocks, uint64_t seed);
 /* A cols x rows tm_tensor over caller bytes: what a file's index would hold. */
 tm_tensor tensor_over(const char *name, tm_type type, const void *data, uint64_t cols,
                       uint64_t rows);
+
+/* TM_MATVEC_Q8 of f16 weights on avx512fp16 takes x as halves and sums in f16 arithmetic
+ * (docs/matvec.md); every other path and type keeps its own bound. */
+bool q8_takes_halves(tm_type type);
+/* y (rows) of those kernels against weights wf (rows x cols, decoded) and x: every row within
+ * the derived bound 2^-8 sum |w x| + 2^-24 max|x| (sum |w| + cols) + 2^-24 |W x|, and within
+ * 4e-3 of max|W xh| of W xh, xh = x rounded to halves as the kernel's layout says (here by the
+ * compiler's _Float16, not by the library): a measured figure (the worst seen, 1.3e-3, on golden
+ * f16 rows against a smooth x with spikes), for the sums' own rounding. */
+void check_halves(const char *what, const float *wf, const float *x, const float *y, size_t rows,
+                  size_t cols);
 
 #endif

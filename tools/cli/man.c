@@ -197,7 +197,7 @@ void cli_man(FILE *out)
                             "64G)"},
         {"TM_PROGRESS_AFTER_MS", "how long a command runs before its progress line appears on a "
                                  "terminal (default 1000)"},
-        {"TM_ISA", "force a decoding path: scalar, avx2, avx512 or neon"},
+        {"TM_ISA", "force a decoding path: scalar, avx2, avx512, avx512fp16 or neon"},
     };
     for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
         roff_item(out, env[i][0], env[i][1]);

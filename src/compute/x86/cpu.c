@@ -21,6 +21,7 @@
 #define L7_EBX_AVX512BW (1u << 30)
 #define L7_EBX_AVX512VL (1u << 31)
 #define L7_ECX_AVX512VBMI (1u << 1)
+#define L7_EDX_AVX512FP16 (1u << 23)
 #define XCR0_SSE_AVX 0x06u       /* XMM and YMM state */
 #define XCR0_AVX512 0xe6u        /* XMM, YMM, opmask, ZMM0-15 upper halves, ZMM16-31 */
 
@@ -53,6 +54,8 @@ static unsigned detect(void)
     if ((f & TM__X86_AVX2) && (b & avx512) == avx512 && (c & L7_ECX_AVX512VBMI) &&
         (xcr0 & XCR0_AVX512) == XCR0_AVX512)
         f |= TM__X86_AVX512;
+    if ((f & TM__X86_AVX512) && (d & L7_EDX_AVX512FP16))
+        f |= TM__X86_AVX512FP16;
     return f;
 }
 
