@@ -177,7 +177,8 @@ $(B)/%: $(B)/obj/examples/%.o $(STATIC)
 
 # what bench/dequant prints as the library's flags
 BENCH_LIB_FLAGS = $(OPT) -ffp-contract=off $(CFLAGS); scalar file +$(SCALAR_OPT); \
-                  avx2 file +$(AVX2_FLAGS) $(AVX2_OPT); avx512 file +$(AVX512_FLAGS)
+                  avx2 file +$(AVX2_FLAGS) $(AVX2_OPT); avx512 file +$(AVX512_FLAGS); \
+                  avx512fp16 file +-mavx512fp16
 # bench/open writes its model with examples/qwen2_model.h
 $(B)/bench/%: bench/%.c $(STATIC) $(wildcard examples/*.h bench/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -275,7 +276,8 @@ cross-arm:
 	$(MAKE) CC=aarch64-linux-gnu-gcc CURL=0 B=build-arm build-arm/libtensormap.a
 
 # The NEON path run under qemu-aarch64-static (Debian's qemu-user-static): tests/arm/neon_check.c
-# (golden corpus, NEON vs scalar, all halves) over the cross-built library. Criterion, jansson
+# (golden corpus, NEON vs scalar, all halves) and tests/arm/matvec_check.c (golden rows and
+# random blocks, NEON vs scalar products) over the cross-built library. Criterion, jansson
 # and lz4 have no aarch64 build here; the check never reaches code that calls the last two, so
 # their symbols are left unresolved in this static test binary.
 check-arm: cross-arm
@@ -284,7 +286,8 @@ check-arm: cross-arm
 	    -Wl,--unresolved-symbols=ignore-all
 	qemu-aarch64-static build-arm/neon_check
 	aarch64-linux-gnu-gcc $(WARN) -O2 -D_GNU_SOURCE -Iinclude -static -o build-arm/matvec_check \
-	    tests/arm/matvec_check.c build-arm/libtensormap.a -lpthread -lm \
+	    tests/arm/matvec_check.c tests/support/random_blocks.c build-arm/libtensormap.a \
+	    -lpthread -lm \
 	    -Wl,--unresolved-symbols=ignore-all
 	qemu-aarch64-static build-arm/matvec_check
 

@@ -48,6 +48,10 @@ static const struct {
     { TM_TYPE_IQ4_XS, 0, 0 },     { TM_TYPE_IQ4_NL, 0, 0 },     { TM_TYPE_MXFP4, 0, 0 },
     { TM_TYPE_Q5_0, 0, 0 },       { TM_TYPE_Q5_1, 0, 0 },       { TM_TYPE_Q4_1, 0, 0 },
     { TM_TYPE_IQ2_XXS, 0, 0 },    { TM_TYPE_IQ3_S, 0, 0 },      { TM_TYPE_TQ2_0, 0, 0 },
+    { TM_TYPE_IQ2_XS, 0, 0 },     { TM_TYPE_IQ2_S, 0, 0 },      { TM_TYPE_IQ3_XXS, 0, 0 },
+    { TM_TYPE_IQ1_S, 0, 0 },      { TM_TYPE_IQ1_M, 0, 0 },      { TM_TYPE_TQ1_0, 0, 0 },
+    { TM_TYPE_NVFP4, 0, 0 },      { TM_TYPE_Q1_0, 0, 0 },       { TM_TYPE_Q2_0, 0, 0 },
+    { TM_TYPE_F32, 0, 0 },
 };
 #define N_TYPES (sizeof types / sizeof types[0])
 

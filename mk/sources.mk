@@ -31,6 +31,7 @@ AVX2_SRCS    += src/compute/x86/dequant_avx2_lut.c
 AVX2_SRCS    += src/compute/x86/dequant_avx2_iq.c
 AVX2_SRCS    += src/compute/x86/matvec_avx2.c
 AVX2_SRCS    += src/compute/x86/matvec_avx2_q8.c
+AVX2_SRCS    += src/compute/x86/matvec_avx2_iq.c
 AVX2_SRCS    += src/compute/x86/matmul_avx2_q8.c
 AVX2_SRCS    += src/compute/x86/matmul_avx2_f16.c
 AVX512_SRCS  := src/compute/x86/dequant_avx512.c
@@ -43,6 +44,8 @@ AVX512FP16_SRCS := src/compute/x86/matvec_avx512fp16.c
 NEON_SRCS    := src/compute/arm/dequant_neon.c
 NEON_SRCS    += src/compute/arm/dequant_neon_iq.c
 NEON_SRCS    += src/compute/arm/matvec_neon.c
+NEON_SRCS    += src/compute/arm/matvec_neon_q8.c
+NEON_SRCS    += src/compute/arm/matvec_neon_iq.c
 
 # The paths built for this architecture (the scalar files are in COMPUTE_SRCS already).
 KERNEL_PATHS := SCALAR
@@ -75,7 +78,7 @@ SCALAR_OPT  := -O3
 AVX2_OPT    := -O3
 SCALAR_O3_SRCS := src/compute/dequant_scalar.c src/compute/dequant_scalar_iq.c src/compute/dequant_scalar_lut.c src/compute/matvec_scalar_q8.c
 AVX2_O3_SRCS := src/compute/x86/dequant_avx2.c src/compute/x86/matmul_avx2_q8.c src/compute/x86/matvec_avx2_q8.c \
-                src/compute/x86/matvec_avx2.c
+                src/compute/x86/matvec_avx2_iq.c src/compute/x86/matvec_avx2.c
 
 $(AVX2_SRCS:%.c=$(OBJ_DIR)/%.o):   ISA_FLAGS := $(AVX2_FLAGS)
 $(AVX512_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX512_FLAGS)

@@ -140,4 +140,23 @@ static inline __m256d mxfp4_quad(__m256d acc, const uint8_t *b, const tm__q8_0x 
     return _mm256_add_pd(acc, _mm256_mul_pd(_mm256_mul_pd(e, d), _mm256_cvtepi32_pd(sums)));
 }
 
+/* ---- 8-bit codes times x's codes (the integer kernels) ------------------------------------ */
+/* the eight bytes at p as eight int32 */
+static inline __m256i zx8(const uint8_t *p)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+/* int16 pairs to int32 lanes */
+static inline __m256i pairs_i32(__m256i p16) { return _mm256_madd_epi16(p16, _mm256_set1_epi16(1)); }
+
+/* unsigned codes u (0..127) times signed x, in int16 pairs */
+static inline __m256i mul_u(__m256i u, __m256i x) { return _mm256_maddubs_epi16(u, x); }
+
+/* signed codes c times signed x, in int16 pairs (ggml's sign trick) */
+static inline __m256i mul_s(__m256i c, __m256i x)
+{
+    return _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(x, c));
+}
+
 #endif /* TM_COMPUTE_X86_AVX2_COMMON_H */

@@ -79,8 +79,7 @@ static void lanes4_flush(const lanes4 *l, dacc *a)
     acc_add(a, _mm256_add_ps(_mm256_add_ps(l->v[0], l->v[1]), _mm256_add_ps(l->v[2], l->v[3])));
 }
 
-/* the eight bytes at p as eight int32, unsigned / signed */
-static __m256i zx8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
+/* the eight bytes at p as eight signed int32 (zx8, avx2_common.h: unsigned) */
 static __m256i sx8(const uint8_t *p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
 static __m256 cvt(__m256i v) { return _mm256_cvtepi32_ps(v); }
 

@@ -1,0 +1,4 @@
+/* placeholder: filled by its helper */
+#include "../kernels.h"
+
+const tm__kernels tm__kernels_matvec_neon_iq = { 0 };
