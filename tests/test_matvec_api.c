@@ -13,6 +13,7 @@
  *                  of 32 or 256: d = max|x| / 127, code = round(x / d)):
  *                  |y - W xq| <= 1e-4 max|W xq| (float32 sums over blocks, as ggml's); and so
  *                  |y - W x| <= sum_j |w_j| d_j / 2 + that. */
+#include "../src/compute/compute.h"
 #include "support/product_fixture.h"
 #include "tensormap.h"
 
@@ -534,6 +535,61 @@ static void half_overflow_on(const char *isa)
 HALF_OVERFLOW(avx512)
 HALF_OVERFLOW(avx512fp16)
 #undef HALF_OVERFLOW
+
+/* the compiler's IEEE half: its conversion from double rounds once, to nearest, ties to even */
+__extension__ typedef _Float16 oracle_half;
+
+/* avx512fp16's x as halves (its x_q8 kernel, called directly) against the compiler's rounding of
+ * x / scale, bit for bit, with the scale 2^floor(log2 max|x|) found here by frexp: ties between
+ * halves (normal and subnormal), quotients below half's range, a max|x| that is a float
+ * subnormal or near FLT_MAX, x of zeros (-0 kept), and a NaN or an infinity (scale 1). 1000
+ * elements: the last vector of 16 is a partial one. */
+Test(matvec_api, x_as_halves_is_each_x_over_the_scale_rounded_to_nearest_even_avx512fp16)
+{
+    use_isa("avx512fp16");
+    tm__x_q8_fn *halve = tm__path_kernels(TM__ISA_AVX512FP16)->x_q8[TM_TYPE_F16];
+    cr_assert(halve, "avx512fp16 has no x_q8 for f16");
+    enum { N = 1000 };
+    static const double top[] = { 3.7, 1.0, 0x1p-140, 3.0e38, 0.0, NAN, INFINITY };
+    tm__f16x *hx = aligned_alloc(64, sizeof *hx + ((N * 2 + 63) / 64 * 64));
+    float x[N];
+    cr_assert(hx);
+    for (size_t k = 0; k < sizeof top / sizeof top[0]; k++) {
+        const double t = top[k];
+        const double unit = isfinite(t) && t > 0 ? ldexp(1.0, ilogb(t)) : 1.0;
+        for (size_t i = 0; i < N; i++) {
+            /* ties at the scale: 1 + 2^-11 and 1 + 3 2^-11 (to even: 1 and 1 + 2^-9), the
+             * subnormal ties 2^-25 and 3 2^-25, then values down to 2^-40 of the max */
+            static const double tie[] = { 1 + 0x1p-11, 1 + 0x3p-11, 0x1p-25, 0x3p-25 };
+            const double v = i < 4 ? tie[i] : ldexp(sin((double)i * 0.731), -(int)(i % 41));
+            x[i] = (float)(t == 0.0 ? -0.0 : (i % 2 ? -v : v) * (isfinite(t) ? unit : 1.0));
+        }
+        x[N / 2] = (float)t; /* the max (or the NaN, the infinity) */
+        double amax = 0;
+        for (size_t i = 0; i < N; i++)
+            amax = fmax(amax, fabs((double)x[i]));
+        int e = 1;
+        if (isfinite(t) && amax > 0)
+            (void)frexp(amax, &e);
+        const double scale = ldexp(1.0, e - 1);
+        memset(hx->h, 0xa5, N * 2);
+        halve(x, N, hx);
+        cr_assert((double)hx->scale == scale, "max %g: scale %g, expected %g", t,
+                  (double)hx->scale, scale);
+        for (size_t i = 0; i < N; i++) {
+            const oracle_half want = (oracle_half)((double)x[i] / scale);
+            uint16_t bits;
+            memcpy(&bits, &want, 2);
+            if (isnan(x[i]))
+                cr_assert((hx->h[i] & 0x7c00) == 0x7c00 && (hx->h[i] & 0x3ff),
+                          "max %g: x[%zu] NaN gives half %#x", t, i, hx->h[i]);
+            else
+                cr_assert(hx->h[i] == bits, "max %g: x[%zu] = %a over %g: half %#x, expected %#x",
+                          t, i, (double)x[i], scale, hx->h[i], bits);
+        }
+    }
+    free(hx);
+}
 
 /* ---- refusals ------------------------------------------------------------------------------ */
 

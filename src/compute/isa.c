@@ -89,8 +89,9 @@ static void fill(path *p, const tm__kernels *src, unsigned own, const path *fall
 
 /* A batched kernel gives, per column, the bits of one path's 1-column kernel: mm_q8 those of
  * mv_q8, mm_f32 those of mv_f32. A batched kernel from another path than the 1-column kernel
- * for the type (none today: AVX-512 has batched forms of its own 1-column ones) is dropped, so that
- * tm_matmul's columns stay tm_matvec's y bit for bit there; they run the 1-column kernel. */
+ * for the type (none today: AVX-512 has batched forms of its own 1-column ones) is dropped, so
+ * that tm_matmul's columns stay tm_matvec's y bit for bit there; they run the 1-column kernel.
+ * So is an x_q8 from another path than mv_q8: it writes the layout of its own path's kernel. */
 static void keep_matching_batched(path *p)
 {
     for (unsigned s = 0; s < TM__SLOTS; s++) {
@@ -99,6 +100,7 @@ static void keep_matching_batched(path *p)
             p->k.mm[s] = NULL;
         KEEP_MATCHING(mm_q8, mv_q8)
         KEEP_MATCHING(mm_f32, mv_f32)
+        KEEP_MATCHING(x_q8, mv_q8)
 #undef KEEP_MATCHING
     }
 }

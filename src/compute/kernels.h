@@ -101,6 +101,11 @@ typedef float tm__mv_f32_fn(const void *w, const float *x, size_t n_blocks);
  * tm__f16x of x */
 typedef float tm__mv_q8_fn(const void *w, const void *xq, size_t n_blocks);
 
+/* x (n elements) put into the layout the same path's tm__mv_q8_fn for the type takes, at out
+ * (sized by matvec.c for that layout). Only a Q8 kernel that takes x in a layout of its own
+ * has one (f16 on avx512fp16: tm__f16x); for the others matvec.c quantizes x to q8_0 / q8_K. */
+typedef void tm__x_q8_fn(const float *x, size_t n, void *out);
+
 /* x quantized to 8 bits for TM_MATVEC_Q8, as ggml's q8_0 and q8_K blocks but with a float32
  * scale in both (ggml's q8_0 keeps a half; a float costs nothing here and loses less):
  * x[i] ~= d * qs[i], qs in [-127, 127]; bsums[g] = sum of qs[16g .. 16g + 15]. */
@@ -160,6 +165,7 @@ typedef void tm__mm_f32_fn(const void *w, size_t row_bytes, size_t n_rows,
     X(dequant, tm__dequant_fn)       \
     X(mv_f32, tm__mv_f32_fn)         \
     X(mv_q8, tm__mv_q8_fn)           \
+    X(x_q8, tm__x_q8_fn)             \
     X(mm_q8, tm__mm_q8_fn)           \
     X(mm_f32, tm__mm_f32_fn)
 

@@ -15,7 +15,6 @@
 #include "../common/internal.h"
 #include "compute.h"
 
-#include <math.h>
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,37 +68,9 @@ static uint32_t x_block_elems(uint32_t block_elems)
     return block_elems % 256 == 0 ? 256 : block_elems % 32 == 0 ? 32 : 0;
 }
 
-/* x (n elements) as tm__f16x at out (kernels.h): the power-of-two scale makes x / scale exact
- * (a multiply by 2^-e, or ldexpf where 2^-e is not a float), then each is rounded to a half. */
-static void halve_x(const float *x, size_t n, tm__f16x *out)
-{
-    float amax = 0.0f;
-    for (size_t j = 0; j < n; j++) {
-        const float a = x[j] < 0 ? -x[j] : x[j];
-        amax = a > amax || a != a ? a : amax; /* a NaN, once seen, stays */
-    }
-    int e = 1;
-    if (amax > 0.0f && amax <= 3.4028234663852886e38)
-        (void)frexpf(amax, &e); /* amax = m 2^e, m in [0.5, 1): scale 2^(e - 1) */
-    out->scale = ldexpf(1.0f, e - 1);
-    float buf[256];
-    for (size_t b = 0; b < n; b += 256) {
-        const size_t m = n - b < 256 ? n - b : 256;
-        for (size_t j = 0; j < m; j++)
-            buf[j] = e - 1 > -127 && e - 1 < 127 ? x[b + j] * ldexpf(1.0f, 1 - e)
-                                                 : ldexpf(x[b + j], 1 - e);
-        tm_f32_to_f16(buf, out->h + b, m);
-    }
-}
-
-/* x (n_blocks x-blocks of xb elements, or n_blocks elements when xb is 0) in the layout of the
- * Q8 kernel at out */
+/* x (n_blocks x-blocks of xb elements, 32 or 256) as q8_0 / q8_K blocks at out */
 static void quantize_x(const float *x, size_t n_blocks, uint32_t xb, void *out)
 {
-    if (xb == 0) {
-        halve_x(x, n_blocks, out);
-        return;
-    }
     if (xb == 32) {
         tm__q8_0x *b = out;
         for (size_t i = 0; i < n_blocks; i++)
@@ -171,8 +142,9 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
     p->y = y;
     p->r0 = r0;
     const uint32_t xb = x_block_elems(be);
-    if (mode == TM_MATVEC_Q8 && r1 > r0)
-        p->q8 = k->mv_q8[slot]; /* for a plain type, only f16 on avx512fp16 (tm__f16x) */
+    /* a plain type's Q8 kernel (f16 on avx512fp16) takes x in its own layout, from its x_q8 */
+    if (mode == TM_MATVEC_Q8 && r1 > r0 && (xb || k->x_q8[slot]))
+        p->q8 = k->mv_q8[slot];
     if (tm__tensor_is_remote(t)) {
         p->q8 = NULL; /* the checks are done; remote_rows plans each fetched piece */
         return TM_OK;
@@ -187,7 +159,10 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
             return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
                             "%s: %s: no memory for x quantized to 8 bits (%zu bytes)", fn,
                             tm__tensor_label(t, what, sizeof what), bytes);
-        quantize_x(x, nx, xb, p->xq);
+        if (k->x_q8[slot])
+            k->x_q8[slot](x, nx, p->xq);
+        else
+            quantize_x(x, nx, xb, p->xq);
     }
     return TM_OK;
 }
