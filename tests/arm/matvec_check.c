@@ -4,14 +4,19 @@
  * decoded values; TM_MATVEC_Q8 within 1e-5 of max|y| of the scalar path's TM_MATVEC_Q8 (which the
  * x86 suite holds to the 8-bit bound); and which path's kernel the NEON path runs per mode and
  * type (tests/support/kernel_pins.h); and tm_matmul on the NEON path, 5 columns on 1 and 2
- * threads, column for column bit for bit tm_matvec's (its contract). Exit 1 on any failure. */
+ * threads, column for column bit for bit tm_matvec's (its contract); and TM_MATVEC_Q8 on fresh
+ * random blocks (a new seed each run, printed; TM_SEED=n repeats one) of every type with an
+ * 8-bit kernel of its own on some path, NEON against scalar within 1e-5 of max|y|. Exit 1 on
+ * any failure. */
 #include "../support/kernel_pins.h"
+#include "../support/random_blocks.h"
 #include "tensormap.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int failures;
 
@@ -91,6 +96,72 @@ static void check_matmul(const tm_tensor *t, const char *name)
     free(y);
 }
 
+/* The types with an 8-bit kernel of their own on some path (kernel_pins.h's scalar list): on
+ * NEON each runs a NEON kernel or, until it has one, the scalar one (then this compares scalar
+ * with itself). */
+static const tm_type q8_types[] = {
+    TM_TYPE_Q8_0,    TM_TYPE_Q4_0,   TM_TYPE_Q4_1,    TM_TYPE_Q5_0,    TM_TYPE_Q5_1,
+    TM_TYPE_IQ4_NL,  TM_TYPE_MXFP4,  TM_TYPE_NVFP4,   TM_TYPE_Q1_0,    TM_TYPE_Q2_0,
+    TM_TYPE_Q4_K,    TM_TYPE_Q6_K,   TM_TYPE_Q2_K,    TM_TYPE_Q3_K,    TM_TYPE_Q5_K,
+    TM_TYPE_IQ4_XS,  TM_TYPE_TQ1_0,  TM_TYPE_TQ2_0,   TM_TYPE_IQ2_XXS, TM_TYPE_IQ2_XS,
+    TM_TYPE_IQ2_S,   TM_TYPE_IQ3_XXS, TM_TYPE_IQ3_S,  TM_TYPE_IQ1_S,   TM_TYPE_IQ1_M,
+};
+
+static double worst_random; /* the largest error seen, in units of max|y|, and its type */
+static tm_type worst_type;
+
+/* 64 rows of random blocks of type (random_blocks: sane scales), x uniform in [-1, 1) with a
+ * spike of 8 every 13th element, both drawn from the run's seed and the type; TM_MATVEC_Q8 on
+ * NEON against scalar. The row length ends inside every multi-block unrolling: 3 * 256 +
+ * 5 * block_elems elements for the blocks under 256 (29, 17 or 11 blocks), 13 blocks of 256
+ * (8 + 4 + 1). */
+static void check_random(tm_type type, uint64_t run_seed)
+{
+    const uint64_t seed = run_seed + 1000003u * (uint64_t)type;
+    enum { ROWS = 64 };
+    const size_t be = tm_type_block_elems(type), bb = tm_type_block_bytes(type);
+    const size_t cols = be < 256 ? 3 * 256 + 5 * be : 13 * 256, n_blocks = cols / be * ROWS;
+    uint8_t *w = malloc(n_blocks * bb);
+    float *x = malloc(cols * 4), *y = malloc(ROWS * 4), *ys = malloc(ROWS * 4);
+    random_blocks(type, w, n_blocks, seed);
+    for (size_t c = 0; c < cols; c++)
+        x[c] = (float)((double)(splitmix64(~seed + c) >> 40) * 0x1p-23 - 1.0) *
+               (c % 13 == 0 ? 8.0f : 1.0f);
+    const tm_tensor t = tensor_over("random", type, w, cols, ROWS);
+    tm_error err;
+    if (tm_set_isa("scalar", &err) != TM_OK ||
+        tm_matvec(&t, x, ys, TM_MATVEC_Q8, 1, &err) != TM_OK || tm_set_isa("neon", &err) != TM_OK ||
+        tm_matvec(&t, x, y, TM_MATVEC_Q8, 1, &err) != TM_OK) {
+        printf("FAIL random %s: %s\n", tm_type_name(type), err.message);
+        failures++;
+    } else {
+        /* in float: the same loop with fmax over doubles crashes aarch64-linux-gnu-gcc 12
+         * (an internal compiler error in its vectorizer) */
+        float max = 0;
+        for (size_t r = 0; r < ROWS; r++)
+            max = fabsf(ys[r]) > max ? fabsf(ys[r]) : max;
+        for (size_t r = 0; r < ROWS; r++) {
+            const double e = fabs((double)y[r] - (double)ys[r]) / (double)max;
+            if (e > worst_random) {
+                worst_random = e;
+                worst_type = type;
+            }
+        }
+        for (size_t r = 0; r < ROWS; r++)
+            if (!(fabs((double)y[r] - (double)ys[r]) <= 1e-5 * (double)max)) {
+                printf("FAIL random %s row %zu: neon %.9g, scalar %.9g (max|y| %.9g), seed %llu\n",
+                       tm_type_name(type), r, (double)y[r], (double)ys[r], (double)max,
+                       (unsigned long long)run_seed);
+                failures++;
+                break;
+            }
+    }
+    free(w);
+    free(x);
+    free(y);
+    free(ys);
+}
+
 int main(void)
 {
     const char *corpus = getenv("TM_CORPUS") ? getenv("TM_CORPUS") : "../shared/corpus";
@@ -130,6 +201,14 @@ int main(void)
         checked++;
         free(want);
     }
+    const char *seed_env = getenv("TM_SEED");
+    const uint64_t seed = seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL);
+    const size_t n_types = sizeof q8_types / sizeof q8_types[0];
+    for (size_t i = 0; i < n_types; i++)
+        check_random(q8_types[i], seed);
+    printf("matvec q8 on neon and scalar: random blocks of %zu types, seed %llu (TM_SEED=%llu "
+           "repeats it), worst %.2g of max|y| (%s)\n", n_types, (unsigned long long)seed,
+           (unsigned long long)seed, worst_random, tm_type_name(worst_type));
     for (enum pin_family f = PIN_MV_F32; f <= PIN_MV_Q8; f++) {
         char why[160];
         const int pins = pin_path(TM__ISA_NEON, f, why, sizeof why);

@@ -40,7 +40,11 @@ static const struct {
     { TM__ISA_AVX512FP16, { "", "", " f16 " } },
     { TM__ISA_NEON, { " f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K"
                       " iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m ",
-                      " f32 f16 bf16 q8_0 ", " q8_0 q4_K " } },
+                      " f32 f16 bf16 q8_0 ",
+                      " q8_0 q4_K " /* matvec_neon.c */
+                      " q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 nvfp4 q1_0 q2_0"
+                      " q6_K q2_K q3_K q5_K iq4_xs tq1_0 tq2_0 " /* matvec_neon_q8.c */
+                      " iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m " /* matvec_neon_iq.c */ } },
 };
 
 static const unsigned pin_fallback[TM__N_ISAS] = {

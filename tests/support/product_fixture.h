@@ -1,9 +1,11 @@
 /* What the product tests (tests/test_matvec_api.c, tests/test_matmul.c) share: the instruction
- * set a test runs on, a seeded generator, the golden corpus' ggml-decoded values, random blocks
- * with sane scales, and a tm_tensor over caller bytes. */
+ * set a test runs on, the golden corpus' ggml-decoded values, and the halves bound; with
+ * random_blocks.h (a seeded generator, random blocks with sane scales, a tm_tensor over caller
+ * bytes). */
 #ifndef TM_TEST_PRODUCT_FIXTURE_H
 #define TM_TEST_PRODUCT_FIXTURE_H
 
+#include "random_blocks.h"
 #include "tensormap.h"
 
 #include <stdbool.h>
@@ -12,8 +14,6 @@
 
 /* Run on isa, or skip the test (visibly, saying why) when this CPU lacks it. */
 void use_isa(const char *isa);
-
-uint64_t splitmix64(uint64_t z);
 
 /* golden-a.gguf opened, and ggml's decoded values of its tensors (golden-a.tsv, golden-a.f32). */
 typedef struct golden {
@@ -26,14 +26,6 @@ void golden_open(golden *g);
 void golden_close(golden *g);
 /* ggml's decoded floats of tensor name (count of them), from its .tsv line. */
 const float *golden_floats(const golden *g, const char *name, size_t count);
-
-/* n_blocks random blocks of type into p, with a sane half scale (about 0.01) in each scale field
- * so that products stay finite. */
-void random_blocks(tm_type type, uint8_t *p, size_t n_blocks, uint64_t seed);
-
-/* A cols x rows tm_tensor over caller bytes: what a file's index would hold. */
-tm_tensor tensor_over(const char *name, tm_type type, const void *data, uint64_t cols,
-                      uint64_t rows);
 
 /* TM_MATVEC_Q8 of f16 weights on avx512fp16 takes x as halves and sums in f16 arithmetic
  * (docs/matvec.md); every other path and type keeps its own bound. */
