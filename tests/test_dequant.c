@@ -3,6 +3,7 @@
  * one on fresh random blocks at the edges of memory, hand-built blocks whose values are known
  * by construction, the threaded whole-tensor path, and the API's refusals. */
 #include "support/dequant_nan.h"
+#include "support/random_blocks.h"
 #include "tensormap.h"
 
 #include <criterion/criterion.h>
@@ -412,24 +413,6 @@ Test(dequant_layout, q6_K_fields)
 
 /* ---- whole tensors on threads ---------------------------------------------------------------- */
 
-/* A tm_tensor over caller memory (the struct is public; no file needed). */
-static tm_tensor fake_tensor(tm_type type, uint64_t ne0, uint64_t rows, const void *data)
-{
-    tm_tensor t;
-    memset(&t, 0, sizeof t);
-    t.name.ptr = "fake";
-    t.name.len = 4;
-    t.type = type;
-    t.n_dims = 2;
-    t.ne[0] = ne0;
-    t.ne[1] = rows;
-    t.ne[2] = t.ne[3] = 1;
-    t.n_elements = ne0 * rows;
-    t.n_bytes = t.n_elements / tm_type_block_elems(type) * tm_type_block_bytes(type);
-    t.data = data;
-    return t;
-}
-
 /* 9M q4_K weights (36 MiB of output): decoded whole on 1, 2, 3 and all threads, on every path,
  * each compared with scalar decoding row by row (small calls) into another buffer; and once
  * into an output that is not 64-byte aligned. */
@@ -446,7 +429,7 @@ Test(dequant_tensor, threads_match_row_by_row, .timeout = 120)
     rng_state = seed;
     for (size_t i = 0; i < n_bytes; i++)
         data[i] = (uint8_t)rng_next();
-    const tm_tensor t = fake_tensor(type, ne0, rows, data);
+    const tm_tensor t = tensor_over("fake", type, data, ne0, rows);
     tm_error err = {0};
     cr_assert_eq(tm_set_isa("scalar", &err), TM_OK);
     for (uint64_t r = 0; r < rows; r += 16)
@@ -465,7 +448,7 @@ Test(dequant_tensor, threads_match_row_by_row, .timeout = 120)
         }
         /* an output that is only 4-byte aligned */
         memset(got, 0xff, n * sizeof(float));
-        const tm_tensor t2 = fake_tensor(type, ne0, rows - 1, data);
+        const tm_tensor t2 = tensor_over("fake", type, data, ne0, rows - 1);
         cr_assert_eq(tm_dequant_tensor(&t2, got + 1, 2, &err), TM_OK, "%s", err.message);
         cr_assert(memcmp(got + 1, want, (n - ne0) * sizeof(float)) == 0,
                   "%s, unaligned output: differs (seed %llu)", tm_isa_built(i), (unsigned long long)seed);
