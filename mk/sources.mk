@@ -40,6 +40,7 @@ AVX512_SRCS  += src/compute/x86/dequant_avx512_iq.c
 AVX512_SRCS  += src/compute/x86/matvec_avx512.c
 AVX512_SRCS  += src/compute/x86/matmul_avx512_f16.c
 AVX512_SRCS  += src/compute/x86/matmul_avx512_q8.c
+AVX512_SRCS  += src/compute/x86/matvec_avx512_iq.c
 AVX512FP16_SRCS := src/compute/x86/matvec_avx512fp16.c
 NEON_SRCS    := src/compute/arm/dequant_neon.c
 NEON_SRCS    += src/compute/arm/dequant_neon_iq.c
@@ -79,10 +80,13 @@ AVX2_OPT    := -O3
 SCALAR_O3_SRCS := src/compute/dequant_scalar.c src/compute/dequant_scalar_iq.c src/compute/dequant_scalar_lut.c src/compute/matvec_scalar_q8.c
 AVX2_O3_SRCS := src/compute/x86/dequant_avx2.c src/compute/x86/matmul_avx2_q8.c src/compute/x86/matvec_avx2_q8.c \
                 src/compute/x86/matvec_avx2_iq.c src/compute/x86/matvec_avx2.c
+# matvec_avx2_iq.c's kernels built for AVX-512 (matvec_avx512_iq.c) keep their -O3.
+AVX512_O3_SRCS := src/compute/x86/matvec_avx512_iq.c
 
 $(AVX2_SRCS:%.c=$(OBJ_DIR)/%.o):   ISA_FLAGS := $(AVX2_FLAGS)
 $(AVX512_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX512_FLAGS)
 $(AVX512FP16_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX512FP16_FLAGS)
 $(SCALAR_O3_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(SCALAR_OPT)
 $(AVX2_O3_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX2_FLAGS) $(AVX2_OPT)
+$(AVX512_O3_SRCS:%.c=$(OBJ_DIR)/%.o): ISA_FLAGS := $(AVX512_FLAGS) $(AVX2_OPT)
 $(OBJ_DIR)/src/compute/isa.o: ISA_FLAGS := -D'TM__KERNEL_TABLES(X)=$(KERNEL_TABLES)'

@@ -2,8 +2,8 @@
  * integer dot: per group of 16 elements, w_j = sc_g * q_j + mn_g, with int8 codes q (a 256-byte
  * stack buffer, never float weights) and the group's float scale and offset, rounded as the
  * decoders round them (src/compute/dequant_scalar*.c), so the weights are exactly ggml's.
- * static inline, as in blocks.h: matvec_scalar_q8.c and x86/matvec_avx2_q8.c each compile their
- * own copy with their own flags. */
+ * static inline, as in blocks.h: matvec_scalar_q8.c compiles them; the SIMD grid kernels
+ * (x86/matvec_iq_x86.h) take only the sign-mask macros (MASK_ROW). */
 #ifndef TM_MATVEC_UNPACK_H
 #define TM_MATVEC_UNPACK_H
 

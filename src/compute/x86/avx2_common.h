@@ -65,8 +65,8 @@ static inline __m256 bf16x8(const uint8_t *p)
  * order of every 32-element block of nibbles) */
 static inline __m256i nibbles(const uint8_t *p)
 {
-    const __m128i q = ld128(p), m4 = _mm_set1_epi8(15);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+    const __m128i q = ld128(p);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(15));
 }
 
 /* table values of the nibbles at p: vpshufb with the 16-entry int8 table in both lanes */
@@ -75,8 +75,8 @@ static inline __m256i looked_up(const int8_t table[16], const uint8_t *p)
     return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(ld128(table)), nibbles(p));
 }
 
-/* byte j = 0x10 when bit j of the u32 at p is set, else 0 (q5's fifth bits) */
-static inline __m256i fifth_bits(const uint8_t *p)
+/* byte j = 0xff when bit j of the u32 at p is set, else 0 */
+static inline __m256i bits_set(const uint8_t *p)
 {
     uint32_t u;
     memcpy(&u, p, sizeof u);
@@ -84,7 +84,13 @@ static inline __m256i fifth_bits(const uint8_t *p)
                                              0x0101010101010101, 0);
     const __m256i v = _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)u), spread),
                                       _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(-1)), _mm256_set1_epi8(0x10));
+    return _mm256_cmpeq_epi8(v, _mm256_set1_epi8(-1));
+}
+
+/* byte j = 0x10 when bit j of the u32 at p is set, else 0 (q5's fifth bits) */
+static inline __m256i fifth_bits(const uint8_t *p)
+{
+    return _mm256_and_si256(bits_set(p), _mm256_set1_epi8(0x10));
 }
 
 /* A 32-element block's codes as 32 bytes in element order, for the 8-bit kernels (matvec_avx2_q8.c,
@@ -157,6 +163,54 @@ static inline __m256i mul_u(__m256i u, __m256i x) { return _mm256_maddubs_epi16(
 static inline __m256i mul_s(__m256i c, __m256i x)
 {
     return _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(x, c));
+}
+
+/* ---- the 8-bit kernels' float sum for blocks under 256 elements ---------------------------- */
+/* matvec_avx2_q8.c's kernels for the 32-, 64- and 128-element types and matmul_avx2_q8.c's
+ * batched forms of them sum alike: each block's int32 lanes (codes . x) are multiply-added by
+ * the float scale (d dx) into eight float lanes (an offset's m dx (sum of x) into a second
+ * eight), for a segment of blocks in which no float lane takes more than Q8_CHAIN
+ * multiply-adds (the row's last segment shorter); the segment's two vectors are added and go
+ * into double (acc_add), summed at the row's end (acc_sum). */
+#define Q8_CHAIN 8
+
+static inline __m256 lanes_fma(__m256 s, __m256i isum, __m256 acc)
+{
+    return _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(isum), acc);
+}
+
+static inline __m256 scaled_fma(float s, __m256i isum, __m256 acc)
+{
+    return lanes_fma(_mm256_set1_ps(s), isum, acc);
+}
+
+/* the four halves at p as floats, converted from memory (p + 8 must not pass the block) */
+static inline __m128 halves4(const uint8_t *p)
+{
+    return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+/* the half at p as a float */
+static inline float half4(const uint8_t *p) { return _mm_cvtss_f32(halves4(p)); }
+
+/* d dx and m dx in every lane, dm = halves4(b): d and m its lanes 0 and 1 */
+static inline void two_scales(__m128 dm, float dx, __m256 *sd, __m256 *sm)
+{
+    const __m128 s = _mm_mul_ps(dm, _mm_set1_ps(dx));
+    *sd = _mm256_broadcastss_ps(s);
+    *sm = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), _mm256_set1_epi32(1));
+}
+
+/* the sum of 32 signed codes in int32 lanes (four to a lane) */
+static inline __m256i xsum_i32(__m256i xv) { return pairs_i32(mul_u(_mm256_set1_epi8(1), xv)); }
+
+/* A 256-element block's int32 lanes times s (d dx: a float times a half, exact in double),
+ * lanes i and i + 4 added (exact), into four double lanes: one double rounding a block, as
+ * good as the exact block sum; hsum_pd at the row's end */
+static inline __m256d block_fma_pd(__m256d acc, double s, __m256i isum)
+{
+    const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
+    return _mm256_fmadd_pd(_mm256_set1_pd(s), _mm256_cvtepi32_pd(h), acc);
 }
 
 #endif /* TM_COMPUTE_X86_AVX2_COMMON_H */

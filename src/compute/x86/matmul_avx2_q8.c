@@ -6,8 +6,9 @@
  * table values looked up, sign taken for maddubs) and its scales are formed once, then dotted
  * with every column's x block. Per column the float operations are the 1-column kernel's, in its
  * order and in the same lanes (one float multiply-add per block into eight lanes and the same
- * horizontal sum for q8_0, q4_0, q4_K, q6_K; eight float lanes per block into double for q4_1,
- * iq4_nl; the block's exact integer sum scaled into a double for q5_K, iq4_xs, mxfp4); the integer sums are exact, so their order is free. So y[c] is that
+ * horizontal sum for q8_0, q4_0, q4_K, q6_K; eight float lanes per segment of 8 blocks into
+ * double for q4_1, iq4_nl; the block's exact integer sums scaled into double for q5_K, iq4_xs,
+ * mxfp4); the integer sums are exact, so their order is free. So y[c] is that
  * kernel's result for column c bit for bit, which tests/test_matmul.c checks against tm_matvec
  * on every golden row and on random blocks. Loads are unaligned and never leave the row. */
 #include "../blocks.h"
@@ -83,39 +84,45 @@ static signed_codes unsigned_codes(__m256i u) { return (signed_codes){ u, u }; }
 static __m256i pairs_u(signed_codes c, __m256i x) { return _mm256_maddubs_epi16(c.abs, x); }
 
 
-/* as matvec_avx2_q8.c's DOT32: per block and column, (d dx) (codes . x) [+ (m dx) (sum of x)]
- * in eight float lanes, added into two double vectors, summed at the end */
+/* as matvec_avx2_q8.c's 32-element kernels: per column, in segments of Q8_CHAIN blocks,
+ * (d dx) (codes . x) multiply-added into eight float lanes [and (m dx) (sum of x) into eight
+ * more], the segment's two vectors added into double, summed at the end */
 #define MM_LANES32(name, block, codes_of, prep, pairs, offset)                                \
     static void name(const void *w, const void *const xq[COLS], size_t n_blocks,            \
                      float y[COLS])                                                           \
     {                                                                                         \
         const uint8_t *b = w;                                                                 \
         const __m256i one16 = _mm256_set1_epi16(1);                                           \
-        __m256d lo[COLS], hi[COLS];                                                           \
+        dacc a[COLS];                                                                         \
         for (int c = 0; c < COLS; c++)                                                        \
-            lo[c] = hi[c] = _mm256_setzero_pd();                                              \
-        for (size_t i = 0; i < n_blocks; i++, b += sizeof(block)) {                          \
-            const signed_codes q = prep(codes_of(b));                                         \
-            const float d = half(b), m = (offset) ? half(b + 2) : 0.0f;                      \
-            _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)                            \
-            {                                                                                 \
-                const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;                            \
-                const __m256i xv = ld256(x->qs);                                              \
-                __m256 f = _mm256_mul_ps(_mm256_set1_ps(d * x->d),                            \
-                                         _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs(q, xv), one16))); \
-                if (offset)                                                                   \
-                    f = _mm256_fmadd_ps(_mm256_set1_ps(m * x->d),                             \
-                                        _mm256_cvtepi32_ps(_mm256_madd_epi16(                 \
-                                            _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), one16)), f); \
-                lo[c] = _mm256_add_pd(lo[c], _mm256_cvtps_pd(_mm256_castps256_ps128(f)));     \
-                hi[c] = _mm256_add_pd(hi[c], _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));   \
+            a[c] = acc_zero();                                                                \
+        for (size_t i = 0; i < n_blocks;) {                                                   \
+            const size_t end = n_blocks - i < Q8_CHAIN ? n_blocks : i + Q8_CHAIN;             \
+            __m256 f[COLS][2];                                                                \
+            for (int c = 0; c < COLS; c++)                                                    \
+                f[c][0] = f[c][1] = _mm256_setzero_ps();                                      \
+            for (; i < end; i++, b += sizeof(block)) {                                        \
+                const signed_codes q = prep(codes_of(b));                                     \
+                const float d = half(b);                                                      \
+                const __m128 dm = (offset) ? halves4(b) : _mm_setzero_ps();                   \
+                _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)                        \
+                {                                                                             \
+                    const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;                        \
+                    const __m256i xv = ld256(x->qs), p = _mm256_madd_epi16(pairs(q, xv), one16); \
+                    if (offset) {                                                             \
+                        __m256 sd, sm;                                                        \
+                        two_scales(dm, x->d, &sd, &sm);                                       \
+                        f[c][0] = lanes_fma(sd, p, f[c][0]);                                  \
+                        f[c][1] = lanes_fma(sm, xsum_i32(xv), f[c][1]);                       \
+                    } else                                                                    \
+                        f[c][0] = scaled_fma(d * x->d, p, f[c][0]);                           \
+                }                                                                             \
             }                                                                                 \
+            for (int c = 0; c < COLS; c++)                                                    \
+                acc_add(&a[c], _mm256_add_ps(f[c][0], f[c][1]));                              \
         }                                                                                     \
-        for (int c = 0; c < COLS; c++) {                                                      \
-            const __m256d s = _mm256_add_pd(lo[c], hi[c]);                                    \
-            const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1)); \
-            y[c] = (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));               \
-        }                                                                                     \
+        for (int c = 0; c < COLS; c++)                                                        \
+            y[c] = acc_sum(&a[c]);                                                            \
     }
 MM_LANES32(mm_q4_1_q8_avx2, tm__block_q4_1, q4_1_bytes, unsigned_codes, pairs_u, 1)
 MM_LANES32(mm_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_bytes, with_signs, pairs_s, 0)
@@ -309,7 +316,9 @@ static void mm_iq4_xs_q8_avx2(const void *w, const void *const xq[COLS], size_t 
                               float y[COLS])
 {
     const uint8_t *b = w;
-    double acc[COLS] = { 0 };
+    __m256d acc[COLS];
+    for (int c = 0; c < COLS; c++)
+        acc[c] = _mm256_setzero_pd();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_iq4_xs)) {
         signed_codes q[8];
         __m256i sc[8];
@@ -324,11 +333,11 @@ static void mm_iq4_xs_q8_avx2(const void *w, const void *const xq[COLS], size_t 
             __m256i isum = _mm256_setzero_si256();
             for (unsigned g = 0; g < 8; g++)
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs_s(q[g], ld256(x->qs + 32 * g)), sc[g]));
-            acc[c] += (double)x->d * d * hsum_epi32(isum);
+            acc[c] = block_fma_pd(acc[c], (double)x->d * d, isum);
         }
     }
     for (int c = 0; c < COLS; c++)
-        y[c] = (float)acc[c];
+        y[c] = (float)hsum_pd(acc[c]);
 }
 
 const tm__kernels tm__kernels_matmul_avx2_q8 = {

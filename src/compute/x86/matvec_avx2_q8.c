@@ -1,19 +1,21 @@
 /* AVX2 TM_MATVEC_Q8 kernels for the block types real files carry beside the four of
  * matvec_avx2.c and the grid and ternary ones of matvec_avx2_iq.c: q4_1, q5_0, q5_1, iq4_nl,
- * mxfp4 (x as q8_0), q2_K, q3_K, q5_K, iq4_xs (x as q8_K); and for nvfp4, q1_0, q2_0, whose
- * codes are unpacked by matvec_unpack.h as the scalar kernels' are, then dotted here. Built with their own -m flags; only the table is exported.
+ * mxfp4, nvfp4, q1_0, q2_0 (x as q8_0), q2_K, q3_K, q5_K, iq4_xs (x as q8_K). Built with their
+ * own -m flags; only the table is exported.
  *
- * ggml's integer scheme: a block's codes as 32 bytes (nibbles split, fifth bits spread with a
- * shuffle and a compare, table values by vpshufb), maddubs by x's codes (unsigned codes
- * directly, signed ones with the sign trick), madd by the group scales. Unlike matvec_avx2.c,
- * no float sum runs across blocks: a 256-element block's integer sums are reduced to one int32
- * (exact), a 32-element block's are scaled in eight float lanes (one rounding each), and either
- * enters the row's sum in double, so the result is W x-hat to float32 rounding even where its
- * terms cancel (golden q2_K rows sum to 15,000 times their y). Loads are unaligned and never
- * leave the row. */
+ * ggml's integer scheme: a block's codes as bytes (nibbles split, fifth bits spread with a
+ * shuffle and a compare, table values by vpshufb, q1_0's bits as signs put onto x, q2_0's
+ * 2-bit codes by a variable shift), maddubs by x's codes (unsigned codes directly, signed ones
+ * with the sign trick), madd by the group scales. A 256-element block's integer sums are
+ * reduced exactly (to one int32, or to four int32 lanes for q3_K and iq4_xs) and scaled into
+ * a double row sum, so the result is W x-hat to float32 rounding even where its terms cancel
+ * (golden q2_K rows sum to 15,000 times their y).
+ * The smaller blocks are scaled in eight float lanes, one multiply-add per block or x block as
+ * ggml's, the lanes added into double every 8 multiply-adds (avx2_common.h: Q8_CHAIN): ggml's
+ * cost, and at most about ten float roundings a term. Loads are unaligned and never leave the
+ * row. */
 #include "../blocks.h"
 #include "../kernels.h"
-#include "../matvec_unpack.h"
 #include "../quant_tables.h"
 #include "avx2_common.h"
 #include "prefetch.h"
@@ -21,49 +23,137 @@
 #include <immintrin.h>
 #include <string.h>
 
+/* ---- blocks of 32, 64 and 128 elements, x as q8_0 ------------------------------------------ */
 
-
-/* ---- 32-element blocks, x as q8_0 ---------------------------------------------------------- */
-
-/* Per block, d dx (codes . x) + m dx (sum of x) as eight float lanes (one rounding each, as
- * ggml's float multiply-add per block), added into two double vectors: no horizontal sum until
- * the row ends, and no float sum across blocks. */
-static void add_lanes(__m256d acc[2], __m256 f)
-{
-    acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
-    acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
-}
-
-static float lanes_sum(const __m256d acc[2])
-{
-    const __m256d s = _mm256_add_pd(acc[0], acc[1]);
-    const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-    return (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
-}
-
-#define DOT32(name, block, codes_of, mul, d_of, m_of)                                        \
-    static float name(const void *w, const void *xq, size_t n_blocks)                        \
+/* A row of blocks of the type, each XS x blocks, in segments of Q8_CHAIN blocks: per block,
+ * type##_fma(b, x, f) multiply-adds its scaled sums once into each of the segment's two float
+ * vectors f[0], f[1] (two chains: the offset's, or alternate x blocks), or into f[0] alone;
+ * then the two go into double. */
+#define DOT_SEGMENTS(type, xs)                                                                \
+    static float dot_##type##_q8_avx2(const void *w, const void *xq, size_t n_blocks)        \
     {                                                                                         \
         const uint8_t *b = w;                                                                 \
         const tm__q8_0x *x = xq;                                                              \
-        __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };                        \
-        for (size_t i = 0; i < n_blocks; i++, b += sizeof(block), x++) {                     \
-            prefetch_ahead(b, sizeof(block));                                                 \
-            const __m256i xv = ld256(x->qs);                                                  \
-            __m256 f = _mm256_mul_ps(_mm256_set1_ps(d_of(b) * x->d),                          \
-                                     _mm256_cvtepi32_ps(pairs_i32(mul(codes_of(b), xv))));        \
-            if (m_of) /* the offset against x's sum */                                        \
-                f = _mm256_fmadd_ps(_mm256_set1_ps(half(b + 2) * x->d),                       \
-                                    _mm256_cvtepi32_ps(pairs_i32(mul_u(_mm256_set1_epi8(1), xv))), f); \
-            add_lanes(acc, f);                                                                \
+        dacc a = acc_zero();                                                                  \
+        for (size_t i = 0; i < n_blocks;) {                                                   \
+            const size_t end = n_blocks - i < Q8_CHAIN ? n_blocks : i + Q8_CHAIN;             \
+            __m256 f[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };                       \
+            prefetch_ahead(b, (end - i) * sizeof(tm__block_##type));                          \
+            for (; i < end; i++, b += sizeof(tm__block_##type), x += (xs))                    \
+                type##_fma(b, x, f);                                                          \
+            acc_add(&a, _mm256_add_ps(f[0], f[1]));                                           \
         }                                                                                     \
-        return lanes_sum(acc);                                                                \
+        return acc_sum(&a);                                                                   \
     }
 
-DOT32(dot_q4_1_q8_avx2, tm__block_q4_1, q4_1_bytes, mul_u, d_half, 1)
-DOT32(dot_q5_0_q8_avx2, tm__block_q5_0, q5_0_bytes, mul_s, d_half, 0)
-DOT32(dot_q5_1_q8_avx2, tm__block_q5_1, q5_1_bytes, mul_u, d_half, 1)
-DOT32(dot_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_bytes, mul_s, d_half, 0)
+/* q5_0's codes q - 16: the nibble where the fifth bit is set, the nibble | 0xf0 (= nibble - 16)
+ * where it is clear */
+static inline __m256i q5_0_codes(const uint8_t *b)
+{
+    return _mm256_or_si256(nibbles(b + 6), _mm256_andnot_si256(bits_set(b + 2), _mm256_set1_epi8(-16)));
+}
+
+/* 32-element blocks: (d dx) (codes . x) into f[0] */
+#define BLOCK32(type, codes_of, mul)                                                          \
+    static inline void type##_fma(const uint8_t *b, const tm__q8_0x *x, __m256 f[2])        \
+    {                                                                                         \
+        f[0] = scaled_fma(half4(b) * x->d, pairs_i32(mul(codes_of(b), ld256(x->qs))), f[0]); \
+    }                                                                                         \
+    DOT_SEGMENTS(type, 1)
+/* with the offset m (the half at b + 2): (m dx) (sum of x) into f[1] */
+#define BLOCK32_OFFSET(type, codes_of)                                                        \
+    static inline void type##_fma(const uint8_t *b, const tm__q8_0x *x, __m256 f[2])        \
+    {                                                                                         \
+        const __m256i xv = ld256(x->qs);                                                      \
+        __m256 sd, sm;                                                                        \
+        two_scales(halves4(b), x->d, &sd, &sm);                                               \
+        f[0] = lanes_fma(sd, pairs_i32(mul_u(codes_of(b), xv)), f[0]);                        \
+        f[1] = lanes_fma(sm, xsum_i32(xv), f[1]);                                             \
+    }                                                                                         \
+    DOT_SEGMENTS(type, 1)
+
+BLOCK32_OFFSET(q4_1, q4_1_bytes)
+BLOCK32(q5_0, q5_0_codes, mul_s)
+BLOCK32_OFFSET(q5_1, q5_1_bytes)
+BLOCK32(iq4_nl, iq4_nl_bytes, mul_s)
+#undef BLOCK32
+#undef BLOCK32_OFFSET
+
+/* nvfp4, 64 elements against two x blocks: sub-block s (16 elements, scale D_s) is the 8 bytes
+ * qs[8s..8s+7], low nibbles its first 8 elements, high nibbles its last 8. With the 64-bit
+ * words of qs taken in the order 0, 2, 1, 3, word k of the low nibbles' values pairs with word
+ * k of unpacklo(x0, x1) (elements 0-7, 32-39, 16-23, 48-55), of the high nibbles' with
+ * unpackhi's (8-15, 40-47, 24-31, 56-63): the int32 lanes are sub-blocks 0 0 2 2 1 1 3 3.
+ * D_s as ggml rounds it (a UE4M3 byte, halved): its 7 low bits shifted into a half's exponent
+ * and mantissa are D_s / 128 exactly (E = 0: a half subnormal), 0x7f is 0; D_s dx rounded once. */
+static inline __m128 ue4m3_x4(const uint8_t *p)
+{
+    const __m128i v = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)tm__rd32(p)));
+    const __m128i h = _mm_andnot_si128(_mm_cmpeq_epi16(v, _mm_set1_epi16(0x7f)),
+                                       _mm_and_si128(_mm_slli_epi16(v, 7), _mm_set1_epi16(0x3f80)));
+    return _mm_mul_ps(_mm_cvtph_ps(h), _mm_set1_ps(128.0f));
+}
+
+static inline void nvfp4_fma(const uint8_t *b, const tm__q8_0x *x, __m256 f[2])
+{
+    const __m256i t = _mm256_broadcastsi128_si256(ld128(tm__kvalues_fp4)), m4 = _mm256_set1_epi8(15);
+    const __m256i q = _mm256_permute4x64_epi64(ld256(b + 4), 0xd8);
+    const __m256i lo = _mm256_shuffle_epi8(t, _mm256_and_si256(q, m4));
+    const __m256i hi = _mm256_shuffle_epi8(t, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+    const __m256i x0 = ld256(x[0].qs), x1 = ld256(x[1].qs);
+    const __m256i p = _mm256_add_epi16(mul_s(lo, _mm256_unpacklo_epi64(x0, x1)),
+                                       mul_s(hi, _mm256_unpackhi_epi64(x0, x1)));
+    const __m128 dx0 = _mm_set1_ps(x[0].d), dx1 = _mm_set1_ps(x[1].d);
+    const __m128 s4 = _mm_mul_ps(ue4m3_x4(b), _mm_shuffle_ps(dx0, dx1, 0)); /* D0 D1 dx0, D2 D3 dx1 */
+    const __m256 s8 = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s4),
+                                               _mm256_setr_epi32(0, 0, 2, 2, 1, 1, 3, 3));
+    f[0] = _mm256_fmadd_ps(s8, _mm256_cvtepi32_ps(pairs_i32(p)), f[0]);
+}
+
+/* q1_0, 128 elements against four x blocks: x block k's 32 bits (qs[4k..4k+3]) as signs on its
+ * codes (negated where clear: (x ^ m) - m, m = 0xff), summed by maddubs with ones; as ggml,
+ * dx_k (sum) multiply-added over the four in float lanes, then d times that into f[0] */
+static inline void q1_0_fma(const uint8_t *b, const tm__q8_0x *x, __m256 f[2])
+{
+    const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                             0x0101010101010101, 0);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201u);
+    __m256 g = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++) {
+        const __m256i r = _mm256_shuffle_epi8(_mm256_set1_epi32((int)tm__rd32(b + 2 + 4 * k)), spread);
+        const __m256i clear = _mm256_cmpeq_epi8(_mm256_and_si256(r, bit), _mm256_setzero_si256());
+        const __m256i xs = _mm256_sub_epi8(_mm256_xor_si256(ld256(x[k].qs), clear), clear);
+        g = lanes_fma(_mm256_broadcast_ss(&x[k].d), pairs_i32(mul_u(_mm256_set1_epi8(1), xs)), g);
+    }
+    f[0] = _mm256_fmadd_ps(_mm256_set1_ps(half4(b)), g, f[0]);
+}
+
+/* q2_0, 64 elements against two x blocks: element 4i + s is bits 2s of qs[i]. Dword j of qs
+ * shifted by 0, 2, 4, 6 gives, byte m, the codes of elements 4(4j + m) + s; x's bytes are dealt
+ * to match (dword s of each 128-bit lane: the lane's bytes s, s + 4, s + 8, s + 12). Codes u - 1
+ * by maddubs(u, x) - maddubs(1, x); d dx_k rounded once. */
+static inline void q2_0_fma(const uint8_t *b, const tm__q8_0x *x, __m256 f[2])
+{
+    const __m256i q = _mm256_castsi128_si256(ld128(b + 2));
+    const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    const __m256i deal = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    const float d = half4(b);
+    for (int k = 0; k < 2; k++) {
+        const __m256i words = _mm256_permutevar8x32_epi32(
+            q, _mm256_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1));
+        const __m256i u = _mm256_and_si256(_mm256_srlv_epi32(words, shifts), _mm256_set1_epi8(3));
+        const __m256i xv = ld256(x[k].qs);
+        const __m256i p = _mm256_sub_epi16(mul_u(u, _mm256_shuffle_epi8(xv, deal)),
+                                           mul_u(_mm256_set1_epi8(1), xv));
+        f[k] = scaled_fma(d * x[k].d, pairs_i32(p), f[k]);
+    }
+}
+
+DOT_SEGMENTS(nvfp4, 2)
+DOT_SEGMENTS(q1_0, 4)
+DOT_SEGMENTS(q2_0, 2)
+#undef DOT_SEGMENTS
 
 /* mxfp4: its E8M0 scales go down to 2^-127 (e = 1), and their float products with dx are then
  * subnormal, a microcode assist per multiply (measured on the corpus rows: 0.22 of the read
@@ -89,7 +179,6 @@ static float dot_mxfp4_q8_avx2(const void *w, const void *xq, size_t n_blocks)
         tail += (double)d_e8m0(b) * (double)x->d * hsum_epi32(pairs_i32(mul_s(mxfp4_bytes(b), ld256(x->qs))));
     return (float)(hsum_pd(acc) + tail);
 }
-#undef DOT32
 
 /* ---- 256-element blocks, x as q8_K --------------------------------------------------------- */
 
@@ -114,7 +203,7 @@ static __m256i scale_k(__m256i s, int k)
  * lanes of sum over runs of sc_r (codes . x); sc: the sixteen int8 run scales. */
 static __m256i runs_dot(const uint8_t *qs, const uint8_t *hm, const int8_t *xqs, __m128i sc)
 {
-    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
     const __m256i paired = runs_paired(sc);
     __m256i isum = _mm256_setzero_si256();
     const __m256i h = hm ? ld256(hm) : _mm256_setzero_si256();
@@ -122,9 +211,12 @@ static __m256i runs_dot(const uint8_t *qs, const uint8_t *hm, const int8_t *xqs,
         const __m256i q = ld256(qs + 32 * half_);
         for (int s = 0; s < 4; s++) {
             __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), m3);
-            if (hm) /* q3_K: the mask bit as 4, so u = q + 4h in 0..7 */
-                u = _mm256_or_si256(u, _mm256_slli_epi16(
-                    _mm256_and_si256(_mm256_srli_epi16(h, 4 * half_ + s), one), 2));
+            if (hm) { /* q3_K: mask bit k = 4h + s moved to bit 2 (4), so u = q + 4h in 0..7; a
+                       * 16-bit shift by at most 5 brings the other byte's bits no lower than 3 */
+                const int k = 4 * half_ + s;
+                const __m256i hk = k >= 2 ? _mm256_srli_epi16(h, k - 2) : _mm256_slli_epi16(h, 2 - k);
+                u = _mm256_or_si256(u, _mm256_and_si256(hk, four));
+            }
             const __m256i p = mul_u(u, ld256(xqs + 128 * half_ + 32 * s));
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, scale_k(paired, 4 * half_ + s)));
         }
@@ -132,11 +224,13 @@ static __m256i runs_dot(const uint8_t *qs, const uint8_t *hm, const int8_t *xqs,
     return isum;
 }
 
-/* sum over the 16 runs of v_r * bsums_r, v the sixteen int8 bytes */
-static int32_t with_bsums(__m128i v, const int16_t *bsums)
+/* v_r * bsums_r over the 16 runs in int32 lanes, v the sixteen int8 bytes */
+static __m256i by_bsums(__m128i v, const int16_t *bsums)
 {
-    return hsum_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(v), ld256(bsums)));
+    return _mm256_madd_epi16(_mm256_cvtepi8_epi16(v), ld256(bsums));
 }
+
+static int32_t with_bsums(__m128i v, const int16_t *bsums) { return hsum_epi32(by_bsums(v, bsums)); }
 
 /* q2_K: d sc q - dmin m: sum sc (q . x) against sum m bsums */
 static float dot_q2_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
@@ -155,25 +249,34 @@ static float dot_q2_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     return (float)acc;
 }
 
+/* q3_K's sixteen 6-bit scales less 32 as int8 (tm__q3_K_scale_words' bytes, formed in a
+ * register: low nibbles of bytes 0..7 then their high nibbles, each | 2 bits of bytes 8..11
+ * shifted by 0, 2, 4, 6) */
+static __m128i q3_K_scales(const uint8_t *s12)
+{
+    const __m128i m4 = _mm_set1_epi8(15), a01 = _mm_loadl_epi64((const __m128i *)(const void *)s12);
+    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(a01, m4), _mm_and_si128(_mm_srli_epi32(a01, 4), m4));
+    const __m128i a2 = _mm_srlv_epi32(_mm_set1_epi32((int)tm__rd32(s12 + 8)), _mm_setr_epi32(0, 2, 4, 6));
+    const __m128i hi = _mm_and_si128(_mm_slli_epi32(a2, 4), _mm_set1_epi8(0x30));
+    return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
+}
+
 /* q3_K: codes q + 4h - 4, taken as u = q + 4h; the 4 sum sc x that adds is removed with the
  * bsums, in integers */
 static float dot_q3_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
-    double acc = 0.0;
+    __m256d acc = _mm256_setzero_pd();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q3_K), x++) {
         prefetch_ahead(b, sizeof(tm__block_q3_K));
-        uint32_t w4[4];
-        tm__q3_K_scale_words(b + 96, w4);
-        const __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)w4),
-                                        _mm_set1_epi8(32));
-        const int32_t isum = hsum_epi32(runs_dot(b + 32, b, x->qs, sc)) - 4 * with_bsums(sc, x->bsums);
-        acc += (double)x->d * (double)half(b + 108) * isum;
+        const __m128i sc = q3_K_scales(b + 96);
+        const __m256i isum = _mm256_sub_epi32(runs_dot(b + 32, b, x->qs, sc),
+                                              _mm256_slli_epi32(by_bsums(sc, x->bsums), 2));
+        acc = block_fma_pd(acc, (double)x->d * (double)half(b + 108), isum);
     }
-    return (float)acc;
+    return (float)hsum_pd(acc);
 }
-
 
 /* q5_K: as matvec_avx2.c's q4_K, with bit g of qh[l] adding 16 to element l of group g */
 static float dot_q5_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
@@ -210,72 +313,51 @@ static float dot_q5_K_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     return (float)acc;
 }
 
-/* iq4_xs: eight groups of 32, table values, signed 6-bit group scales */
+/* iq4_xs's eight 6-bit group scales less 32 as int16, in both 128-bit lanes: the low nibbles
+ * (scales_l, 4 bytes) and the 2-bit high parts (scales_h, 16 bits) each spread to one byte a
+ * group by three shift-or-mask steps */
+static __m256i iq4_xs_scales(const uint8_t *b)
+{
+    uint64_t lo = tm__rd32(b + 4), hi = tm__rd16(b + 2);
+    lo = (lo | lo << 16) & 0x0000ffff0000ffffu;
+    lo = (lo | lo << 8) & 0x00ff00ff00ff00ffu;
+    lo = (lo | lo << 4) & 0x0f0f0f0f0f0f0f0fu;
+    hi = (hi | hi << 24) & 0x000000ff000000ffu;
+    hi = (hi | hi << 12) & 0x000f000f000f000fu;
+    hi = (hi | hi << 6) & 0x0303030303030303u;
+    const __m128i s = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)(lo | hi << 4)));
+    return _mm256_broadcastsi128_si256(_mm_sub_epi16(s, _mm_set1_epi16(32)));
+}
+
+/* iq4_xs: groups 2p and 2p + 1 (the 32 bytes of qs at 32p) at once: their low nibbles' values
+ * in the two 128-bit lanes against x's elements 64p + 0..15 and 64p + 32..47, the high ones'
+ * against 64p + 16..31 and 64p + 48..63; the lanes scaled by the two groups' scales */
 static float dot_iq4_xs_q8_avx2(const void *w, const void *xq, size_t n_blocks)
 {
     const uint8_t *b = w;
     const tm__q8_Kx *x = xq;
-    double acc = 0.0;
+    const __m256i t = _mm256_broadcastsi128_si256(ld128(tm__kvalues_iq4nl)), m4 = _mm256_set1_epi8(15);
+    __m256d acc = _mm256_setzero_pd();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_iq4_xs), x++) {
         prefetch_ahead(b, sizeof(tm__block_iq4_xs));
+        const __m256i scales = iq4_xs_scales(b);
         __m256i isum = _mm256_setzero_si256();
-        for (unsigned g = 0; g < 8; g++) {
-            const __m256i p = mul_s(looked_up(tm__kvalues_iq4nl, b + 8 + 16 * g), ld256(x->qs + 32 * g));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(
-                p, _mm256_set1_epi16((short)(tm__iq4_xs_scale(b, g) - 32))));
+        for (int p = 0; p < 4; p++) {
+            const __m256i q = ld256(b + 8 + 32 * p);
+            const __m256i lo = _mm256_shuffle_epi8(t, _mm256_and_si256(q, m4));
+            const __m256i hi = _mm256_shuffle_epi8(t, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            const int8_t *xs = x->qs + 64 * p;
+            const __m256i xlo = _mm256_set_m128i(ld128(xs + 32), ld128(xs));
+            const __m256i xhi = _mm256_set_m128i(ld128(xs + 48), ld128(xs + 16));
+            const __m256i sc = _mm256_shuffle_epi8(scales, _mm256_set_m128i(
+                _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * p + 1))), _mm_set1_epi16((short)(0x0100 + 0x0202 * 2 * p))));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mul_s(lo, xlo), sc));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mul_s(hi, xhi), sc));
         }
-        acc += (double)x->d * (double)half(b) * hsum_epi32(isum);
+        acc = block_fma_pd(acc, (double)x->d * (double)half(b), isum);
     }
-    return (float)acc;
+    return (float)hsum_pd(acc);
 }
-
-/* ---- the other block types: codes unpacked to the stack (matvec_unpack.h), dotted here ---- */
-
-/* Per block: the codes in a stack buffer (the unpacking, not the dot, is what these cost);
- * per 32 elements one maddubs against x, the two groups of 16 in the low and high 128-bit
- * lanes scaled by sc_g dx in float lanes, the block's lanes into double. x as q8_K
- * (256-element blocks), else q8_0. None of these types has an offset (mn is 0). */
-static inline float dot_unpacked(const uint8_t *w, const void *xq, size_t n_blocks, size_t bb,
-                                 size_t be, tm__unpack_fn *unpack)
-{
-    int8_t q[256];
-    float sc[16], mn[16];
-    __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };
-    for (size_t i = 0; i < n_blocks; i++, w += bb) {
-        prefetch_ahead(w, bb);
-        unpack(w, q, sc, mn);
-        __m256 f = _mm256_setzero_ps();
-        for (size_t p = 0; p < be / 32; p++) {
-            const size_t e = i * be + 32 * p;
-            const int8_t *xs;
-            float dx;
-            if (be == 256) {
-                const tm__q8_Kx *x = (const tm__q8_Kx *)xq + i;
-                xs = x->qs + 32 * p;
-                dx = x->d;
-            } else {
-                const tm__q8_0x *x = (const tm__q8_0x *)xq + e / 32;
-                xs = x->qs;
-                dx = x->d;
-            }
-            const __m256i xv = ld256(xs);
-            const __m256 s = _mm256_set_m128(_mm_set1_ps(sc[2 * p + 1] * dx), _mm_set1_ps(sc[2 * p] * dx));
-            f = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(pairs_i32(mul_s(ld256(q + 32 * p), xv))), f);
-        }
-        add_lanes(acc, f);
-    }
-    return lanes_sum(acc);
-}
-
-#define DOT_UNPACKED(type, block_elems)                                              \
-    static float dot_##type##_q8_avx2(const void *w, const void *xq, size_t n)              \
-    {                                                                                         \
-        return dot_unpacked(w, xq, n, sizeof(tm__block_##type), block_elems, unpack_##type); \
-    }
-DOT_UNPACKED(nvfp4, 64)
-DOT_UNPACKED(q1_0, 128)
-DOT_UNPACKED(q2_0, 64)
-#undef DOT_UNPACKED
 
 const tm__kernels tm__kernels_matvec_avx2_q8 = {
     .mv_q8 = {
