@@ -114,7 +114,7 @@ static double dot_float(const uint16_t *w, const uint16_t *h, size_t n)
     for (size_t s = 0; s < n; s += 512) {
         __m512 f = _mm512_setzero_ps();
         for (size_t i = s; i < n && i < s + 512; i += 16) {
-            const __mmask16 k = n - i >= 16 ? 0xffffu : (__mmask16)((1u << (n - i)) - 1);
+            const __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
             f = _mm512_fmadd_ps(f16x16((const uint8_t *)(w + i), k),
                                 f16x16((const uint8_t *)(h + i), k), f);
         }
@@ -164,7 +164,7 @@ static void halve_x(const float *x, size_t n, void *out)
     tm__f16x *hx = out;
     __m512i mag = _mm512_setzero_si512();
     for (size_t i = 0; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? 0xffffu : (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
         mag = _mm512_max_epu32(mag, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x + i),
                                                      _mm512_set1_epi32(0x7fffffff)));
     }
@@ -178,7 +178,7 @@ static void halve_x(const float *x, size_t n, void *out)
     hx->scale = ldexpf(1.0f, e - 1);
     const __m512 down = _mm512_set1_ps((float)(1 - e));
     for (size_t i = 0; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? 0xffffu : (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
         const __m512 q = _mm512_scalef_round_ps(_mm512_maskz_loadu_ps(k, x + i), down,
                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         _mm256_mask_storeu_epi16(hx->h + i, k,
