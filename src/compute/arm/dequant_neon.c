@@ -6,18 +6,10 @@
  * Only the table is exported; every function is static. */
 #include "../blocks.h"
 #include "../kernels.h"
+#include "neon_common.h"
 
 #include <arm_neon.h>
 #include <string.h>
-
-/* IEEE half -> float with the hardware conversion (exact; a NaN keeps its payload and comes
- * out quiet, as on x86 and in the scalar kernel, with the default FPCR.DN = 0). */
-static float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
 
 /* 16 signed bytes -> 16 floats times d, into dst[0..15] */
 static void s8x16_mul(float *dst, int8x16_t q, float32x4_t d)

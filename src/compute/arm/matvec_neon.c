@@ -6,16 +6,10 @@
  * scalar kernels (or decode + dot). Only the table is exported; every function is static. */
 #include "../blocks.h"
 #include "../kernels.h"
+#include "neon_common.h"
 
 #include <arm_neon.h>
 #include <string.h>
-
-static float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
 
 typedef struct dacc {
     float64x2_t lo, hi;
@@ -97,12 +91,6 @@ static float dot_q8_0_neon(const void *w, const float *x, size_t n_blocks)
 }
 
 /* ---- TM_MATVEC_Q8 -------------------------------------------------------------------------- */
-
-static int32x4_t dot_s8(int8x16_t a, int8x16_t b, int32x4_t acc)
-{
-    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-    return vpadalq_s16(acc, vmull_high_s8(a, b));
-}
 
 static float dot_q8_0_q8_neon(const void *w, const void *xq, size_t n_blocks)
 {

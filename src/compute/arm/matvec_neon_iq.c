@@ -23,22 +23,10 @@
 #include "../dequant_iq.h"
 #include "../kernels.h"
 #include "../quant_tables.h"
+#include "neon_common.h"
 
 #include <arm_neon.h>
 #include <string.h>
-
-/* IEEE half -> float with the hardware conversion (exact, as the decoders' tm__rdh) */
-static inline float half_bits(uint16_t h)
-{
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
-
-static inline float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return half_bits(h);
-}
 
 /* ---- the pieces every type shares ------------------------------------------------------- */
 

@@ -26,28 +26,13 @@
 #include "../blocks.h"
 #include "../kernels.h"
 #include "../quant_tables.h"
+#include "neon_common.h"
 
 #include <arm_neon.h>
 #include <stdbool.h>
 #include <string.h>
 
 /* ---- the pieces every type shares --------------------------------------------------------- */
-
-/* an IEEE half, by the one-instruction conversion (tm__rdh is exact too, but a dozen integer
- * operations per 32-element block) */
-static float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
-
-/* acc + a . b over sixteen signed bytes, in four int32 lanes */
-static int32x4_t dot_s8(int8x16_t a, int8x16_t b, int32x4_t acc)
-{
-    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-    return vpadalq_s16(acc, vmull_high_s8(a, b));
-}
 
 static int32x4_t zero4(void) { return vdupq_n_s32(0); }
 
