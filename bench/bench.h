@@ -137,22 +137,31 @@ static inline uint64_t bench_read_sum(const uint8_t *p, size_t n)
     return s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4] ^ s[5] ^ s[6] ^ s[7];
 }
 
-/* max |y - W x| / max |W x| over n_rows (>= 2) rows spread evenly over W (a 2-D tensor of
- * rows of at most 65,536), W x in double from the decoded weights (tm_dequant_rows, bit-exact
- * with ggml); -1 when a row cannot be decoded. */
-static inline double bench_error(const tm_tensor *w, const float *x, const float *y, int n_rows)
+/* Row r of W (a 2-D tensor of rows of at most 65,536) times x in double from the decoded
+ * weights (tm_dequant_rows, bit-exact with ggml); NAN when the row cannot be decoded. */
+static inline double bench_row_ref(const tm_tensor *w, uint64_t r, const float *x)
 {
     static float row[65536];
+    tm_error err;
+    if (w->ne[0] > 65536 || tm_dequant_rows(w, r, r + 1, row, &err) != TM_OK)
+        return NAN;
+    double ref = 0;
+    for (uint64_t c = 0; c < w->ne[0]; c++)
+        ref += (double)row[c] * (double)x[c];
+    return ref;
+}
+
+/* max |y - W x| / max |W x| over n_rows (>= 2) rows spread evenly over W; -1 when a row cannot
+ * be decoded. */
+static inline double bench_error(const tm_tensor *w, const float *x, const float *y, int n_rows)
+{
     const uint64_t rows = tm_tensor_rows(w);
     double max_err = 0, max_ref = 0;
-    tm_error err;
     for (int k = 0; k < n_rows; k++) {
         const uint64_t r = (uint64_t)k * (rows - 1) / (uint64_t)(n_rows - 1);
-        if (w->ne[0] > 65536 || tm_dequant_rows(w, r, r + 1, row, &err) != TM_OK)
+        const double ref = bench_row_ref(w, r, x);
+        if (isnan(ref))
             return -1;
-        double ref = 0;
-        for (uint64_t c = 0; c < w->ne[0]; c++)
-            ref += (double)row[c] * (double)x[c];
         max_err = fmax(max_err, fabs((double)y[r] - ref));
         max_ref = fmax(max_ref, fabs(ref));
     }

@@ -1,7 +1,7 @@
 /* bench/matvec — y = W x with tm_matvec straight from quantized blocks in DRAM, per type, path
  * and mode, each row beside a memory read ceiling measured in the same run, right before it.
  *
- *   matvec [--quick] [--cpu-time] [--type NAME] [--isa NAME]
+ *   matvec [--quick] [--cpu-time] [--type NAME] [--isa NAME] [--error-x N]
  *
  * - W: 4096-wide rows, at least 256 MiB of them (64 MiB with --quick), so every call streams W
  *   from DRAM. Quantized types: the golden corpus' TYPE.rows.weight bytes (rows of realistic
@@ -14,7 +14,11 @@
  *   one-thread rows (product and ceiling alike) by the thread's CPU time instead, for a machine
  *   shared with other jobs (two-thread rows stay on the wall clock).
  * - Error: max |y - W x| / max |W x| over 64 rows spread over W, W x taken in double from the
- *   decoded weights (tm_dequant_rows, bit-exact with ggml).
+ *   decoded weights (tm_dequant_rows, bit-exact with ggml), for each of 256 gaussian x
+ *   (--error-x N: N of them), the same for every product, ggml's too; the column is the sum
+ *   of the x's max |y - W x| over the sum of their max |W x|. From one x to the next the max
+ *   moves by more than two products of the same error differ by: it takes hundreds of x to
+ *   tell apart errors 2 % apart.
  * - Built with ggml (`make bench GGML=DIR`, bench/ggml_side.h): before the type's own rows, a
  *   "ggml" row — ggml's from_float of x (to q8_0, q8_K, f16 or bf16 as ggml pairs them) and
  *   vec_dot row by row, one thread, the same W and x, its own ceiling and error measured the
@@ -55,7 +59,12 @@ static const struct {
 };
 #define N_TYPES (sizeof types / sizeof types[0])
 
-enum { COLS = 4096, CALLS = 7, CEILING_CALLS = 5, ERROR_ROWS = 64 };
+enum { COLS = 4096, CALLS = 7, CEILING_CALLS = 5, ERROR_ROWS = 64,  };
+/* the error column's x (--error-x of them, COLS floats each), and W x in double for its rows
+ * (the type's W) */
+static int error_trials = 256;
+static float (*trial_x)[COLS];
+static double (*trial_ref)[ERROR_ROWS];
 static size_t w_bytes_min = (size_t)256 << 20;
 
 static clockid_t one_thread_clock = CLOCK_MONOTONIC;
@@ -135,6 +144,58 @@ static void run_product(const product *p)
         die(err.message);
 }
 
+/* Row r of p's W times x, as p computes it */
+static float one_row(const product *p, uint64_t r, const float *x)
+{
+    float y;
+#ifdef TM_BENCH_GGML
+    if (p->dot) {
+        const size_t row_bytes = p->w->n_bytes / tm_tensor_rows(p->w);
+        ggml_side_matvec(p->dot, (const uint8_t *)p->w->data + r * row_bytes, 1, row_bytes, COLS, x, &y);
+        return y;
+    }
+#endif
+    tm_error err;
+    if (tm_matvec_rows(p->w, r, r + 1, x, &y, p->mode, &err) != TM_OK)
+        die(err.message);
+    return y;
+}
+
+/* the row of W that is the error column's k-th */
+static uint64_t error_row(const tm_tensor *w, int k)
+{
+    return (uint64_t)k * (tm_tensor_rows(w) - 1) / (ERROR_ROWS - 1);
+}
+
+/* trial_ref for W; false when a row cannot be decoded */
+static bool error_refs(const tm_tensor *w)
+{
+    for (int t = 0; t < error_trials; t++)
+        for (int k = 0; k < ERROR_ROWS; k++)
+            if (isnan(trial_ref[t][k] = bench_row_ref(w, error_row(w, k), trial_x[t])))
+                return false;
+    return true;
+}
+
+/* The error column: over the error_trials x, max |y - W x| over ERROR_ROWS rows spread over W,
+ * summed, over max |W x| over the rows, summed. Not the mean of the x's ratios: a few x whose
+ * max |W x| comes out small would make that mean their own (its spread from x to x is larger
+ * than the mean). */
+static double mean_error(const product *p)
+{
+    double sum_err = 0, sum_ref = 0;
+    for (int t = 0; t < error_trials; t++) {
+        double max_err = 0, max_ref = 0;
+        for (int k = 0; k < ERROR_ROWS; k++) {
+            const double ref = trial_ref[t][k];
+            max_err = fmax(max_err, fabs((double)one_row(p, error_row(p->w, k), trial_x[t]) - ref));
+            max_ref = fmax(max_ref, fabs(ref));
+        }
+        sum_err += max_err, sum_ref += max_ref;
+    }
+    return sum_err / sum_ref;
+}
+
 /* Prints the product's row of the table ("what" names it: its path, or ggml) and returns its
  * GB/s of W. vs_ggml: ggml's GB/s in the same run (0: none), for the "x ggml" column. */
 static double bench_row(const product *p, const char *what, const char *mode_name,
@@ -158,7 +219,7 @@ static double bench_row(const product *p, const char *what, const char *mode_nam
         snprintf(versus, sizeof versus, "  %6.2f", gbs / vs_ggml);
     printf("%-6s %-10s %-4s %u  %7.2f  %7.2f  %5.2f  %-10s %9.2e%s\n", tm_type_name(w->type),
            what, mode_name, p->n_threads, gbs * 1e-9, ceiling * 1e-9, ratio, verdict,
-           bench_error(w, p->x, p->y, ERROR_ROWS), versus);
+           mean_error(p), versus);
     fflush(stdout);
     return gbs;
 }
@@ -206,12 +267,13 @@ static void header(void)
            "calls after 1 warm-up; one-thread rows timed by %s\n"
            "ceiling: plain read of the same bytes on the same number of threads, measured just "
            "before the row (median of %d)\n"
-           "error: max|y - Wx| / max|Wx| over %d rows, Wx in double from the decoded W\n"
+           "error: max|y - Wx| over %d rows, Wx in double from the decoded W, summed over %d "
+           "gaussian x, / max|Wx| summed alike\n"
            GGML_NOTE "\ntype   path       mode thr   GB/s  ceiling  ratio  target        error" GGML_COLUMNS "\n",
            TM_BENCH_LIB_FLAGS, load[0], load[1], load[2], sysconf(_SC_NPROCESSORS_ONLN), COLS,
            w_bytes_min >> 20, CALLS,
            one_thread_clock == CLOCK_MONOTONIC ? "the wall clock" : "the thread's CPU time",
-           CEILING_CALLS, ERROR_ROWS);
+           CEILING_CALLS, ERROR_ROWS, error_trials);
 }
 
 int main(int argc, char **argv)
@@ -226,8 +288,10 @@ int main(int argc, char **argv)
             only_type = argv[++i];
         else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc)
             only_isa = argv[++i];
+        else if (strcmp(argv[i], "--error-x") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+            error_trials = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: matvec [--quick] [--cpu-time] [--type NAME] [--isa NAME]\n");
+            fprintf(stderr, "usage: matvec [--quick] [--cpu-time] [--type NAME] [--isa NAME] [--error-x N]\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
     }
@@ -242,10 +306,15 @@ int main(int argc, char **argv)
     }
     header();
     float *x = malloc(COLS * sizeof *x);
-    if (!x)
+    trial_x = malloc((size_t)error_trials * sizeof *trial_x);
+    trial_ref = malloc((size_t)error_trials * sizeof *trial_ref);
+    if (!x || !trial_x || !trial_ref)
         die("out of memory");
     for (int c = 0; c < COLS; c++)
         x[c] = (float)bench_gaussian();
+    for (int t = 0; t < error_trials; t++)
+        for (int c = 0; c < COLS; c++)
+            trial_x[t][c] = (float)bench_gaussian();
     for (size_t ti = 0; ti < N_TYPES; ti++) {
         const tm_type type = types[ti].type;
         if (only_type && strcmp(only_type, tm_type_name(type)) != 0)
@@ -270,6 +339,8 @@ int main(int argc, char **argv)
         w.n_elements = (uint64_t)COLS * rows;
         w.n_bytes = rows * row_bytes;
         w.data = wb;
+        if (!error_refs(&w))
+            die("a row of W cannot be decoded");
         const double ggml_gbs = ggml_row(&w, x, y);
         for (unsigned k = 0; tm_isa_built(k); k++) {
             const char *isa = tm_isa_built(k);
@@ -291,6 +362,8 @@ int main(int argc, char **argv)
         free(y);
     }
     free(x);
+    free(trial_x);
+    free(trial_ref);
     tm_close(corpus);
     return 0;
 }

@@ -554,6 +554,8 @@ Test(matvec_api, x_as_halves_is_each_x_over_the_scale_rounded_to_nearest_even_av
     tm__f16x *hx = aligned_alloc(64, sizeof *hx + ((N * 2 + 63) / 64 * 64));
     float x[N];
     cr_assert(hx);
+    cr_assert(halve(NULL, N, NULL) == sizeof *hx + N * 2, "the layout's size: %zu bytes",
+              halve(NULL, N, NULL));
     for (size_t k = 0; k < sizeof top / sizeof top[0]; k++) {
         const double t = top[k];
         const double unit = isfinite(t) && t > 0 ? ldexp(1.0, ilogb(t)) : 1.0;

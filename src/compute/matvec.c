@@ -14,6 +14,7 @@
  * compiled with -m flags. */
 #include "../common/internal.h"
 #include "compute.h"
+#include "quantize_x.h"
 
 #include <stdalign.h>
 #include <stdlib.h>
@@ -40,36 +41,6 @@ typedef struct plan {
     uint64_t r0;
 } plan;
 
-/* ggml's quantize_row_q8_0: d = max|x| / 127, q = round(x / d), halves away from zero. The
- * reciprocal is taken in double so that tiny blocks (max|x| < 127 * FLT_MIN) do not overflow
- * it. A NaN or an infinity in the block makes d NaN or infinite (and every code 0), so y comes
- * out NaN, not a number that hides it. No branch a NaN test could mispredict: max|x| from the
- * magnitudes' bits (as integers every NaN is above the infinity, which is above every finite
- * value), the rounding a select between v + 0.5 and v - 0.5, truncated (the codes of before,
- * bit for bit; a one-row product of 4,096 went 17.7 -> 9.7 us, Intel Xeon, one thread). */
-static void quantize_block(const float *x, int n, float *d, int8_t *qs)
-{
-    uint32_t top = 0;
-    for (int j = 0; j < n; j++) {
-        uint32_t m;
-        memcpy(&m, &x[j], sizeof m);
-        m &= 0x7fffffffu;
-        top = m > top ? m : top;
-    }
-    float amax;
-    memcpy(&amax, &top, sizeof amax);
-    *d = amax / 127.0f;
-    if (top == 0 || top >= 0x7f800000u) {
-        memset(qs, 0, (size_t)n);
-        return;
-    }
-    const double id = 127.0 / (double)amax;
-    for (int j = 0; j < n; j++) {
-        const double v = (double)x[j] * id; /* in [-127, 127] */
-        qs[j] = (int8_t)(int)(v >= 0.5 ? v + 0.5 : v <= -0.5 ? v - 0.5 : 0.0);
-    }
-}
-
 /* The 8-bit layout of x for a weight of block_elems: q8_K (256 elements) for the K-quants,
  * i-quants and ternary types, q8_0 (32) for the blocks made of 32s (nvfp4's 64, q1_0's 128),
  * as ggml pairs them; 0 for the plain and integer types, which keep x in float32 (or, for f16
@@ -85,12 +56,12 @@ static void quantize_x(const float *x, size_t n_blocks, uint32_t xb, void *out)
     if (xb == 32) {
         tm__q8_0x *b = out;
         for (size_t i = 0; i < n_blocks; i++)
-            quantize_block(x + 32 * i, 32, &b[i].d, b[i].qs);
+            tm__quantize_block(x + 32 * i, 32, &b[i].d, b[i].qs);
         return;
     }
     tm__q8_Kx *b = out;
     for (size_t i = 0; i < n_blocks; i++) {
-        quantize_block(x + 256 * i, 256, &b[i].d, b[i].qs);
+        tm__quantize_block(x + 256 * i, 256, &b[i].d, b[i].qs);
         for (int g = 0; g < 16; g++) {
             int s = 0;
             for (int j = 0; j < 16; j++)
@@ -161,17 +132,18 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
         return TM_OK;
     }
     if (p->q8) {
-        const size_t nx = xb ? p->n_blocks * (be / xb) : p->n_blocks;
-        const size_t bytes = !xb ? sizeof(tm__f16x) + nx * sizeof(uint16_t)
-                             : nx * (xb == 32 ? sizeof(tm__q8_0x) : sizeof(tm__q8_Kx));
-        p->xq = xb ? malloc(bytes ? bytes : 1) /* tm__f16x: its halves on a cache line */
-                   : aligned_alloc(alignof(tm__f16x), (bytes + 63) / 64 * 64);
-        if (!p->xq)
+        /* x in the layout of the path's own x_q8 (f16 on avx512fp16, q1_0 on AVX2), else as
+         * q8_0 / q8_K blocks; on a cache line either way (tm__f16x's halves want one) */
+        tm__x_q8_fn *own = k->x_q8[slot];
+        const size_t n_x = p->n_blocks * be, nx = xb ? n_x / xb : 0;
+        const size_t bytes = own ? own(NULL, n_x, NULL)
+                                 : nx * (xb == 32 ? sizeof(tm__q8_0x) : sizeof(tm__q8_Kx));
+        if (!(p->xq = aligned_alloc(64, bytes / 64 * 64 + 64)))
             return tm__fail(err, TM_NOMEM, TM_NO_OFFSET,
                             "%s: %s: no memory for x quantized to 8 bits (%zu bytes)", fn,
                             tm__tensor_label(t, what, sizeof what), bytes);
-        if (k->x_q8[slot])
-            k->x_q8[slot](x, nx, p->xq);
+        if (own)
+            own(x, n_x, p->xq);
         else
             quantize_x(x, nx, xb, p->xq);
     }

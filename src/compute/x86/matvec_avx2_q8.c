@@ -4,8 +4,8 @@
  * own -m flags; only the table is exported.
  *
  * ggml's integer scheme: a block's codes as bytes (nibbles split, fifth bits spread with a
- * shuffle and a compare, table values by vpshufb, q1_0's bits as signs put onto x, q2_0's
- * 2-bit codes by a variable shift), maddubs by x's codes (unsigned codes directly, signed ones
+ * shuffle and a compare, table values by vpshufb, q1_0's bits as 0 / 1 against x with x's sums
+ * formed once per call, q2_0's 2-bit codes by a variable shift), maddubs by x's codes (unsigned codes directly, signed ones
  * with the sign trick), madd by the group scales. A 256-element block's integer sums are
  * reduced exactly (to one int32, or to four int32 lanes for q3_K and iq4_xs) and scaled into
  * a double row sum, so the result is W x-hat to float32 rounding even where its terms cancel
@@ -17,6 +17,7 @@
 #include "../blocks.h"
 #include "../kernels.h"
 #include "../quant_tables.h"
+#include "../quantize_x.h"
 #include "avx2_common.h"
 #include "prefetch.h"
 
@@ -110,22 +111,65 @@ static inline void nvfp4_fma(const uint8_t *b, const tm__q8_0x *x, __m256 f[2])
     f[0] = _mm256_fmadd_ps(s8, _mm256_cvtepi32_ps(pairs_i32(p)), f[0]);
 }
 
-/* q1_0, 128 elements against four x blocks: x block k's 32 bits (qs[4k..4k+3]) as signs on its
- * codes (negated where clear: (x ^ m) - m, m = 0xff), summed by maddubs with ones; as ggml,
- * dx_k (sum) multiply-added over the four in float lanes, then d times that into f[0] */
-static inline void q1_0_fma(const uint8_t *b, const tm__q8_0x *x, __m256 f[2])
+/* q1_0, 128 elements against four x blocks. Its weights are +-d, so the block's dot with x
+ * block k is d (2 S_k - T_k): S_k the sum of x's codes where the bit is set, T_k that of all 32.
+ * T_k is x's alone, so x_q1_0 forms -1/2 sum_k dx_k T_k once per call for every row to share
+ * (the layout's h, after the q8_0 blocks). A row then costs, per x block, its 32 bits spread
+ * to bytes (shuffle, and) and made 0 or 1 (min), maddubs with x's codes, madd, and dx_k's
+ * multiply-add: seven vector operations where ggml's sign trick (compare, xor, subtract,
+ * maddubs with ones) takes nine. Per block h starts the float lanes and d multiply-adds them
+ * into the segment's; the row's sum is doubled at the end (exact). */
+static float dot_q1_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
 {
     const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
                                              0x0101010101010101, 0);
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201u);
-    __m256 g = _mm256_setzero_ps();
-    for (int k = 0; k < 4; k++) {
-        const __m256i r = _mm256_shuffle_epi8(_mm256_set1_epi32((int)tm__rd32(b + 2 + 4 * k)), spread);
-        const __m256i clear = _mm256_cmpeq_epi8(_mm256_and_si256(r, bit), _mm256_setzero_si256());
-        const __m256i xs = _mm256_sub_epi8(_mm256_xor_si256(ld256(x[k].qs), clear), clear);
-        g = lanes_fma(_mm256_broadcast_ss(&x[k].d), pairs_i32(mul_u(_mm256_set1_epi8(1), xs)), g);
+    const __m256i one = _mm256_set1_epi8(1);
+    const uint8_t *b = w;
+    const tm__q8_0x *x = xq;
+    const float *h = (const float *)(const void *)(x + 4 * n_blocks);
+    dacc a = acc_zero();
+    for (size_t i = 0; i < n_blocks;) {
+        const size_t end = n_blocks - i < Q8_CHAIN ? n_blocks : i + Q8_CHAIN;
+        __m256 f = _mm256_setzero_ps();
+        prefetch_ahead(b, (end - i) * sizeof(tm__block_q1_0));
+        for (; i < end; i++, b += sizeof(tm__block_q1_0), x += 4) {
+            __m256 g = _mm256_zextps128_ps256(_mm_load_ss(h + i));
+            for (int k = 0; k < 4; k++) {
+                const __m256i r = _mm256_shuffle_epi8(_mm256_set1_epi32((int)tm__rd32(b + 2 + 4 * k)), spread);
+                const __m256i set = _mm256_min_epu8(_mm256_and_si256(r, bit), one);
+                g = lanes_fma(_mm256_broadcast_ss(&x[k].d), pairs_i32(mul_u(set, ld256(x[k].qs))), g);
+            }
+            f = _mm256_fmadd_ps(_mm256_set1_ps(half4(b)), g, f);
+        }
+        acc_add(&a, f);
     }
-    f[0] = _mm256_fmadd_ps(_mm256_set1_ps(half4(b)), g, f[0]);
+    return 2.0f * acc_sum(&a);
+}
+
+/* x for dot_q1_0_q8_avx2: the q8_0 blocks of matvec.c (tm__quantize_block: the same codes), then
+ * per 128 elements h = -1/2 sum_k dx_k T_k (in double, rounded once). A NaN or an infinity in x
+ * makes h NaN, so the rows' y come out NaN, as from the q8_0 blocks alone. */
+static size_t x_q1_0(const float *x, size_t n, void *out)
+{
+    const size_t nx = n / 32, bytes = nx * sizeof(tm__q8_0x) + n / 128 * sizeof(float);
+    if (!out)
+        return bytes;
+    tm__q8_0x *q = out;
+    for (size_t i = 0; i < nx; i++)
+        tm__quantize_block(x + 32 * i, 32, &q[i].d, q[i].qs);
+    float *h = (float *)(void *)(q + nx);
+    for (size_t i = 0; i < n / 128; i++) {
+        double c = 0;
+        for (size_t k = 0; k < 4; k++) {
+            int t = 0;
+            for (int j = 0; j < 32; j++)
+                t += q[4 * i + k].qs[j];
+            c += (double)q[4 * i + k].d * t;
+        }
+        h[i] = (float)(-0.5 * c);
+    }
+    return bytes;
 }
 
 /* q2_0, 64 elements against two x blocks: element 4i + s is bits 2s of qs[i]. Dword j of qs
@@ -151,7 +195,6 @@ static inline void q2_0_fma(const uint8_t *b, const tm__q8_0x *x, __m256 f[2])
 }
 
 DOT_SEGMENTS(nvfp4, 2)
-DOT_SEGMENTS(q1_0, 4)
 DOT_SEGMENTS(q2_0, 2)
 #undef DOT_SEGMENTS
 
@@ -360,6 +403,7 @@ static float dot_iq4_xs_q8_avx2(const void *w, const void *xq, size_t n_blocks)
 }
 
 const tm__kernels tm__kernels_matvec_avx2_q8 = {
+    .x_q8 = { [TM_TYPE_Q1_0] = x_q1_0 },
     .mv_q8 = {
         [TM_TYPE_Q4_1] = dot_q4_1_q8_avx2,
         [TM_TYPE_Q5_0] = dot_q5_0_q8_avx2,

@@ -159,9 +159,11 @@ static void mm_f16_q8_avx512fp16(const void *w, const void *const xq[TM__MM_COLS
  * normal range (and then below half's: it rounds to 0 either way), and rounded to halves by
  * vcvtps2ph, to nearest even. Both roundings are written into the instructions, so the MXCSR
  * rounding mode cannot change them. */
-static void halve_x(const float *x, size_t n, void *out)
+static size_t halve_x(const float *x, size_t n, void *out)
 {
     tm__f16x *hx = out;
+    if (!out)
+        return sizeof *hx + n * sizeof hx->h[0];
     __m512i mag = _mm512_setzero_si512();
     for (size_t i = 0; i < n; i += 16) {
         const __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
@@ -184,6 +186,7 @@ static void halve_x(const float *x, size_t n, void *out)
         _mm256_mask_storeu_epi16(hx->h + i, k,
                                  _mm512_cvtps_ph(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
+    return sizeof *hx + n * sizeof hx->h[0];
 }
 
 const tm__kernels tm__kernels_matvec_avx512fp16 = {
