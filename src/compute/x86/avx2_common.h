@@ -47,12 +47,14 @@ static inline void acc_add(dacc *a, __m256 f)
     a->hi = _mm256_add_pd(a->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
 }
 
-static inline float acc_sum(const dacc *a)
+static inline double acc_sum_pd(const dacc *a)
 {
     const __m256d s = _mm256_add_pd(a->lo, a->hi);
     __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-    return (float)_mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+    return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
 }
+
+static inline float acc_sum(const dacc *a) { return (float)acc_sum_pd(a); }
 
 /* eight halves at p as floats: IEEE f16 (F16C), bf16 (the top 16 bits of a float) */
 static inline __m256 f16x8(const uint8_t *p) { return _mm256_cvtph_ps(ld128(p)); }
@@ -193,16 +195,13 @@ static inline __m128 halves4(const uint8_t *p)
 /* the half at p as a float */
 static inline float half4(const uint8_t *p) { return _mm_cvtss_f32(halves4(p)); }
 
-/* d dx and m dx in every lane, dm = halves4(b): d and m its lanes 0 and 1 */
-static inline void two_scales(__m128 dm, float dx, __m256 *sd, __m256 *sm)
+/* x's block sums dx (sum of codes) after its nx q8_0 blocks at x (matvec_avx2_q8.c's x_q8_sums:
+ * the layout q4_1's and q5_1's kernels take) */
+static inline const float *x_sums(const tm__q8_0x *x, size_t nx)
 {
-    const __m128 s = _mm_mul_ps(dm, _mm_set1_ps(dx));
-    *sd = _mm256_broadcastss_ps(s);
-    *sm = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), _mm256_set1_epi32(1));
+    return (const float *)(const void *)(x + nx);
 }
 
-/* the sum of 32 signed codes in int32 lanes (four to a lane) */
-static inline __m256i xsum_i32(__m256i xv) { return pairs_i32(mul_u(_mm256_set1_epi8(1), xv)); }
 
 /* A 256-element block's int32 lanes times s (d dx: a float times a half, exact in double),
  * lanes i and i + 4 added (exact), into four double lanes: one double rounding a block, as

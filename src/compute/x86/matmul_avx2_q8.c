@@ -17,6 +17,8 @@
 
 #include "avx2_common.h"
 
+#include <math.h>
+
 #define COLS TM__MM_COLS
 
 /* A block's signed codes c for the sign trick (maddubs wants one unsigned operand): |c| once,
@@ -85,8 +87,9 @@ static __m256i pairs_u(signed_codes c, __m256i x) { return _mm256_maddubs_epi16(
 
 
 /* as matvec_avx2_q8.c's 32-element kernels: per column, in segments of Q8_CHAIN blocks,
- * (d dx) (codes . x) multiply-added into eight float lanes [and (m dx) (sum of x) into eight
- * more], the segment's two vectors added into double, summed at the end */
+ * (d dx) (codes . x) multiply-added into eight float lanes [and the offset's m s (x's sums:
+ * x_sums) into a float, in double beside the lanes], the segment's lanes (and second eight,
+ * zero here, as the 1-column kernel adds them) into double, summed at the end */
 #define MM_LANES32(name, block, codes_of, prep, pairs, offset)                                \
     static void name(const void *w, const void *const xq[COLS], size_t n_blocks,            \
                      float y[COLS])                                                           \
@@ -94,35 +97,34 @@ static __m256i pairs_u(signed_codes c, __m256i x) { return _mm256_maddubs_epi16(
         const uint8_t *b = w;                                                                 \
         const __m256i one16 = _mm256_set1_epi16(1);                                           \
         dacc a[COLS];                                                                         \
+        double offsets[COLS];                                                                 \
         for (int c = 0; c < COLS; c++)                                                        \
-            a[c] = acc_zero();                                                                \
+            a[c] = acc_zero(), offsets[c] = 0;                                                \
         for (size_t i = 0; i < n_blocks;) {                                                   \
             const size_t end = n_blocks - i < Q8_CHAIN ? n_blocks : i + Q8_CHAIN;             \
-            __m256 f[COLS][2];                                                                \
+            __m256 f[COLS];                                                                   \
+            float m_s[COLS];                                                                  \
             for (int c = 0; c < COLS; c++)                                                    \
-                f[c][0] = f[c][1] = _mm256_setzero_ps();                                      \
+                f[c] = _mm256_setzero_ps(), m_s[c] = 0;                                       \
             for (; i < end; i++, b += sizeof(block)) {                                        \
                 const signed_codes q = prep(codes_of(b));                                     \
-                const float d = half(b);                                                      \
-                const __m128 dm = (offset) ? halves4(b) : _mm_setzero_ps();                   \
+                const float d = half(b), m = (offset) ? half(b + 2) : 0;                      \
                 _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)                        \
                 {                                                                             \
                     const tm__q8_0x *x = (const tm__q8_0x *)xq[c] + i;                        \
-                    const __m256i xv = ld256(x->qs), p = _mm256_madd_epi16(pairs(q, xv), one16); \
-                    if (offset) {                                                             \
-                        __m256 sd, sm;                                                        \
-                        two_scales(dm, x->d, &sd, &sm);                                       \
-                        f[c][0] = lanes_fma(sd, p, f[c][0]);                                  \
-                        f[c][1] = lanes_fma(sm, xsum_i32(xv), f[c][1]);                       \
-                    } else                                                                    \
-                        f[c][0] = scaled_fma(d * x->d, p, f[c][0]);                           \
+                    const __m256i p = _mm256_madd_epi16(pairs(q, ld256(x->qs)), one16);       \
+                    f[c] = scaled_fma(d * x->d, p, f[c]);                                     \
+                    if (offset)                                                               \
+                        m_s[c] = fmaf(m, x_sums(xq[c], n_blocks)[i], m_s[c]);                 \
                 }                                                                             \
             }                                                                                 \
-            for (int c = 0; c < COLS; c++)                                                    \
-                acc_add(&a[c], _mm256_add_ps(f[c][0], f[c][1]));                              \
+            for (int c = 0; c < COLS; c++) {                                                  \
+                acc_add(&a[c], (offset) ? f[c] : _mm256_add_ps(f[c], _mm256_setzero_ps()));  \
+                offsets[c] += m_s[c];                                                         \
+            }                                                                                 \
         }                                                                                     \
         for (int c = 0; c < COLS; c++)                                                        \
-            y[c] = acc_sum(&a[c]);                                                            \
+            y[c] = (offset) ? (float)(acc_sum_pd(&a[c]) + offsets[c]) : acc_sum(&a[c]);       \
     }
 MM_LANES32(mm_q4_1_q8_avx2, tm__block_q4_1, q4_1_bytes, unsigned_codes, pairs_u, 1)
 MM_LANES32(mm_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_bytes, with_signs, pairs_s, 0)

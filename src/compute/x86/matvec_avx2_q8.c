@@ -22,6 +22,7 @@
 #include "prefetch.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 /* ---- blocks of 32, 64 and 128 elements, x as q8_0 ------------------------------------------ */
@@ -47,6 +48,58 @@
         return acc_sum(&a);                                                                   \
     }
 
+/* ---- x in layouts of this path's own (x_q8): sums of x's codes formed once per call --------- */
+
+/* x's nx q8_0 blocks at q as matvec.c forms them (tm__quantize_block: the same codes) */
+static void q8_0_blocks(const float *x, size_t nx, tm__q8_0x *q)
+{
+    for (size_t i = 0; i < nx; i++)
+        tm__quantize_block(x + 32 * i, 32, &q[i].d, q[i].qs);
+}
+
+static int code_sum(const int8_t qs[32])
+{
+    int t = 0;
+    for (int j = 0; j < 32; j++)
+        t += qs[j];
+    return t;
+}
+
+/* For q4_1 and q5_1: the q8_0 blocks, then per x block s = dx (sum of its codes), rounded once
+ * (ggml's q8_1 keeps it as a half). A NaN or an infinity in the block makes s NaN, so the rows'
+ * y come out NaN, as from the q8_0 blocks alone. */
+static size_t x_q8_sums(const float *x, size_t n, void *out)
+{
+    const size_t nx = n / 32, bytes = nx * (sizeof(tm__q8_0x) + sizeof(float));
+    if (!out)
+        return bytes;
+    tm__q8_0x *q = out;
+    q8_0_blocks(x, nx, q);
+    float *s = (float *)(void *)(q + nx);
+    for (size_t i = 0; i < nx; i++)
+        s[i] = q[i].d * (float)code_sum(q[i].qs);
+    return bytes;
+}
+
+/* For q1_0 (dot_q1_0_q8_avx2): the q8_0 blocks, then per 128 elements h = -1/2 sum_k dx_k T_k, T_k
+ * x block k's code sum (in double, rounded once); NaN where x has a NaN or an infinity. */
+static size_t x_q1_0(const float *x, size_t n, void *out)
+{
+    const size_t nx = n / 32, bytes = nx * sizeof(tm__q8_0x) + n / 128 * sizeof(float);
+    if (!out)
+        return bytes;
+    tm__q8_0x *q = out;
+    q8_0_blocks(x, nx, q);
+    float *h = (float *)(void *)(q + nx);
+    for (size_t i = 0; i < n / 128; i++) {
+        double c = 0;
+        for (size_t k = 0; k < 4; k++)
+            c += (double)q[4 * i + k].d * code_sum(q[4 * i + k].qs);
+        h[i] = (float)(-0.5 * c);
+    }
+    return bytes;
+}
+
 /* q5_0's codes q - 16: the nibble where the fifth bit is set, the nibble | 0xf0 (= nibble - 16)
  * where it is clear */
 static inline __m256i q5_0_codes(const uint8_t *b)
@@ -61,17 +114,34 @@ static inline __m256i q5_0_codes(const uint8_t *b)
         f[0] = scaled_fma(half4(b) * x->d, pairs_i32(mul(codes_of(b), ld256(x->qs))), f[0]); \
     }                                                                                         \
     DOT_SEGMENTS(type, 1)
-/* with the offset m (the half at b + 2): (m dx) (sum of x) into f[1] */
+/* with the offset m (the half at b + 2), x as x_q8_sums lays it out: (d dx) (codes . x) into the
+ * lanes, and m s (s = dx (sum of x's codes), x's alone) as ggml's q8_1 has it, one scalar
+ * multiply-add a block, where forming the sum in every row took four vector operations; the
+ * segment's scalar goes into double beside its lanes */
 #define BLOCK32_OFFSET(type, codes_of)                                                        \
-    static inline void type##_fma(const uint8_t *b, const tm__q8_0x *x, __m256 f[2])        \
+    static float dot_##type##_q8_avx2(const void *w, const void *xq, size_t n_blocks)        \
     {                                                                                         \
-        const __m256i xv = ld256(x->qs);                                                      \
-        __m256 sd, sm;                                                                        \
-        two_scales(halves4(b), x->d, &sd, &sm);                                               \
-        f[0] = lanes_fma(sd, pairs_i32(mul_u(codes_of(b), xv)), f[0]);                        \
-        f[1] = lanes_fma(sm, xsum_i32(xv), f[1]);                                             \
-    }                                                                                         \
-    DOT_SEGMENTS(type, 1)
+        const uint8_t *b = w;                                                                 \
+        const tm__q8_0x *x = xq;                                                              \
+        const float *s = x_sums(x, n_blocks);                                                 \
+        dacc a = acc_zero();                                                                  \
+        double offsets = 0;                                                                   \
+        for (size_t i = 0; i < n_blocks;) {                                                   \
+            const size_t end = n_blocks - i < Q8_CHAIN ? n_blocks : i + Q8_CHAIN;             \
+            __m256 f = _mm256_setzero_ps();                                                   \
+            float m_s = 0;                                                                    \
+            prefetch_ahead(b, (end - i) * sizeof(tm__block_##type));                          \
+            for (; i < end; i++, b += sizeof(tm__block_##type), x++) {                        \
+                const __m128 dm = halves4(b);                                                 \
+                f = scaled_fma(_mm_cvtss_f32(dm) * x->d,                                      \
+                               pairs_i32(mul_u(codes_of(b), ld256(x->qs))), f);               \
+                m_s = fmaf(_mm_cvtss_f32(_mm_movehdup_ps(dm)), s[i], m_s);                    \
+            }                                                                                 \
+            acc_add(&a, f);                                                                   \
+            offsets += m_s;                                                                   \
+        }                                                                                     \
+        return (float)(acc_sum_pd(&a) + offsets);                                             \
+    }
 
 BLOCK32_OFFSET(q4_1, q4_1_bytes)
 BLOCK32(q5_0, q5_0_codes, mul_s)
@@ -145,31 +215,6 @@ static float dot_q1_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
         acc_add(&a, f);
     }
     return 2.0f * acc_sum(&a);
-}
-
-/* x for dot_q1_0_q8_avx2: the q8_0 blocks of matvec.c (tm__quantize_block: the same codes), then
- * per 128 elements h = -1/2 sum_k dx_k T_k (in double, rounded once). A NaN or an infinity in x
- * makes h NaN, so the rows' y come out NaN, as from the q8_0 blocks alone. */
-static size_t x_q1_0(const float *x, size_t n, void *out)
-{
-    const size_t nx = n / 32, bytes = nx * sizeof(tm__q8_0x) + n / 128 * sizeof(float);
-    if (!out)
-        return bytes;
-    tm__q8_0x *q = out;
-    for (size_t i = 0; i < nx; i++)
-        tm__quantize_block(x + 32 * i, 32, &q[i].d, q[i].qs);
-    float *h = (float *)(void *)(q + nx);
-    for (size_t i = 0; i < n / 128; i++) {
-        double c = 0;
-        for (size_t k = 0; k < 4; k++) {
-            int t = 0;
-            for (int j = 0; j < 32; j++)
-                t += q[4 * i + k].qs[j];
-            c += (double)q[4 * i + k].d * t;
-        }
-        h[i] = (float)(-0.5 * c);
-    }
-    return bytes;
 }
 
 /* q2_0, 64 elements against two x blocks: element 4i + s is bits 2s of qs[i]. Dword j of qs
@@ -403,7 +448,7 @@ static float dot_iq4_xs_q8_avx2(const void *w, const void *xq, size_t n_blocks)
 }
 
 const tm__kernels tm__kernels_matvec_avx2_q8 = {
-    .x_q8 = { [TM_TYPE_Q1_0] = x_q1_0 },
+    .x_q8 = { [TM_TYPE_Q4_1] = x_q8_sums, [TM_TYPE_Q5_1] = x_q8_sums, [TM_TYPE_Q1_0] = x_q1_0 },
     .mv_q8 = {
         [TM_TYPE_Q4_1] = dot_q4_1_q8_avx2,
         [TM_TYPE_Q5_0] = dot_q5_0_q8_avx2,
