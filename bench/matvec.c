@@ -59,7 +59,7 @@ static const struct {
 };
 #define N_TYPES (sizeof types / sizeof types[0])
 
-enum { COLS = 4096, CALLS = 7, CEILING_CALLS = 5, ERROR_ROWS = 64,  };
+enum { COLS = 4096, CALLS = 7, CEILING_CALLS = 5, ERROR_ROWS = 64 };
 /* the error column's x (--error-x of them, COLS floats each), and W x in double for its rows
  * (the type's W) */
 static int error_trials = 256;
@@ -181,7 +181,7 @@ static bool error_refs(const tm_tensor *w)
  * summed, over max |W x| over the rows, summed. Not the mean of the x's ratios: a few x whose
  * max |W x| comes out small would make that mean their own (its spread from x to x is larger
  * than the mean). */
-static double mean_error(const product *p)
+static double error_column(const product *p)
 {
     double sum_err = 0, sum_ref = 0;
     for (int t = 0; t < error_trials; t++) {
@@ -219,7 +219,7 @@ static double bench_row(const product *p, const char *what, const char *mode_nam
         snprintf(versus, sizeof versus, "  %6.2f", gbs / vs_ggml);
     printf("%-6s %-10s %-4s %u  %7.2f  %7.2f  %5.2f  %-10s %9.2e%s\n", tm_type_name(w->type),
            what, mode_name, p->n_threads, gbs * 1e-9, ceiling * 1e-9, ratio, verdict,
-           mean_error(p), versus);
+           error_column(p), versus);
     fflush(stdout);
     return gbs;
 }

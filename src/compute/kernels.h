@@ -104,7 +104,8 @@ typedef float tm__mv_q8_fn(const void *w, const void *xq, size_t n_blocks);
 /* x (n elements) put into the layout the same path's tm__mv_q8_fn for the type takes, at out
  * (64-byte aligned); returns the layout's size in bytes, and with out NULL only that (x is not
  * read). Only a Q8 kernel that takes x in a layout of its own has one (f16 on avx512fp16:
- * tm__f16x; q1_0 on AVX2: q8_0 blocks and a sum per weight block); for the others matvec.c
+ * tm__f16x; q4_1, q5_1 and q1_0 on AVX2: q8_0 blocks, then a float of x's code sums per weight
+ * block); for the others matvec.c
  * quantizes x to q8_0 / q8_K. */
 typedef size_t tm__x_q8_fn(const float *x, size_t n, void *out);
 

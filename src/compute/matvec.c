@@ -132,8 +132,8 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
         return TM_OK;
     }
     if (p->q8) {
-        /* x in the layout of the path's own x_q8 (f16 on avx512fp16, q1_0 on AVX2), else as
-         * q8_0 / q8_K blocks; on a cache line either way (tm__f16x's halves want one) */
+        /* x in the layout of the path's own x_q8 (f16 on avx512fp16; q4_1, q5_1, q1_0 on AVX2),
+         * else as q8_0 / q8_K blocks; on a cache line either way (tm__f16x's halves want one) */
         tm__x_q8_fn *own = k->x_q8[slot];
         const size_t n_x = p->n_blocks * be, nx = xb ? n_x / xb : 0;
         const size_t bytes = own ? own(NULL, n_x, NULL)

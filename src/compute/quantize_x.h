@@ -1,7 +1,7 @@
 /* x quantized to 8 bits for TM_MATVEC_Q8, one block of kernels.h's tm__q8_0x / tm__q8_Kx: the
  * quantizer of matvec.c, and of a path's x_q8 kernel that writes q8_0 blocks into a layout of
- * its own (AVX2's q1_0), so that both give the same codes. Scalar code; a header so that a
- * kernel file, which exports nothing but its table, can have it too. */
+ * its own (AVX2's q4_1, q5_1, q1_0), so that both give the same codes. Scalar code; a header
+ * so that a kernel file, which exports nothing but its table, can have it too. */
 #ifndef TM_QUANTIZE_X_H
 #define TM_QUANTIZE_X_H
 

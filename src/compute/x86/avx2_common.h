@@ -195,8 +195,8 @@ static inline __m128 halves4(const uint8_t *p)
 /* the half at p as a float */
 static inline float half4(const uint8_t *p) { return _mm_cvtss_f32(halves4(p)); }
 
-/* x's block sums dx (sum of codes) after its nx q8_0 blocks at x (matvec_avx2_q8.c's x_q8_sums:
- * the layout q4_1's and q5_1's kernels take) */
+/* The floats after x's nx q8_0 blocks at x in this path's own x layouts (matvec_avx2_q8.c's
+ * x_q8 kernels): the block sums dx (sum of codes) for q4_1 and q5_1, q1_0's h */
 static inline const float *x_sums(const tm__q8_0x *x, size_t nx)
 {
     return (const float *)(const void *)(x + nx);

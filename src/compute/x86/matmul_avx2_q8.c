@@ -88,8 +88,9 @@ static __m256i pairs_u(signed_codes c, __m256i x) { return _mm256_maddubs_epi16(
 
 /* as matvec_avx2_q8.c's 32-element kernels: per column, in segments of Q8_CHAIN blocks,
  * (d dx) (codes . x) multiply-added into eight float lanes [and the offset's m s (x's sums:
- * x_sums) into a float, in double beside the lanes], the segment's lanes (and second eight,
- * zero here, as the 1-column kernel adds them) into double, summed at the end */
+ * x_sums) into a float], the segment's lanes [and float] into double, summed at the end. (The
+ * 1-column iq4_nl kernel adds a zero vector to its lanes first: that changes no sum, since a
+ * -0 added into a double sum begun at +0 leaves it as adding +0 does.) */
 #define MM_LANES32(name, block, codes_of, prep, pairs, offset)                                \
     static void name(const void *w, const void *const xq[COLS], size_t n_blocks,            \
                      float y[COLS])                                                           \
@@ -119,12 +120,12 @@ static __m256i pairs_u(signed_codes c, __m256i x) { return _mm256_maddubs_epi16(
                 }                                                                             \
             }                                                                                 \
             for (int c = 0; c < COLS; c++) {                                                  \
-                acc_add(&a[c], (offset) ? f[c] : _mm256_add_ps(f[c], _mm256_setzero_ps()));  \
+                acc_add(&a[c], f[c]);                                                         \
                 offsets[c] += m_s[c];                                                         \
             }                                                                                 \
         }                                                                                     \
         for (int c = 0; c < COLS; c++)                                                        \
-            y[c] = (offset) ? (float)(acc_sum_pd(&a[c]) + offsets[c]) : acc_sum(&a[c]);       \
+            y[c] = (float)(acc_sum_pd(&a[c]) + offsets[c]);                                   \
     }
 MM_LANES32(mm_q4_1_q8_avx2, tm__block_q4_1, q4_1_bytes, unsigned_codes, pairs_u, 1)
 MM_LANES32(mm_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_bytes, with_signs, pairs_s, 0)

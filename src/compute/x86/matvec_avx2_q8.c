@@ -4,9 +4,10 @@
  * own -m flags; only the table is exported.
  *
  * ggml's integer scheme: a block's codes as bytes (nibbles split, fifth bits spread with a
- * shuffle and a compare, table values by vpshufb, q1_0's bits as 0 / 1 against x with x's sums
- * formed once per call, q2_0's 2-bit codes by a variable shift), maddubs by x's codes (unsigned codes directly, signed ones
- * with the sign trick), madd by the group scales. A 256-element block's integer sums are
+ * shuffle and a compare, table values by vpshufb, q1_0's bits as 0 / 1, q2_0's 2-bit codes by
+ * a variable shift), maddubs by x's codes (unsigned codes directly, signed ones with the sign
+ * trick), madd by the group scales; x's code sums, where q4_1, q5_1 and q1_0 want them, formed
+ * once per call in layouts of this path's own (x_q8). A 256-element block's integer sums are
  * reduced exactly (to one int32, or to four int32 lanes for q3_K and iq4_xs) and scaled into
  * a double row sum, so the result is W x-hat to float32 rounding even where its terms cancel
  * (golden q2_K rows sum to 15,000 times their y).
@@ -197,7 +198,7 @@ static float dot_q1_0_q8_avx2(const void *w, const void *xq, size_t n_blocks)
     const __m256i one = _mm256_set1_epi8(1);
     const uint8_t *b = w;
     const tm__q8_0x *x = xq;
-    const float *h = (const float *)(const void *)(x + 4 * n_blocks);
+    const float *h = x_sums(x, 4 * n_blocks);
     dacc a = acc_zero();
     for (size_t i = 0; i < n_blocks;) {
         const size_t end = n_blocks - i < Q8_CHAIN ? n_blocks : i + Q8_CHAIN;
