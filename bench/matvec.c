@@ -22,7 +22,9 @@
  * - Built with ggml (`make bench GGML=DIR`, bench/ggml_side.h): before the type's own rows, a
  *   "ggml" row — ggml's from_float of x (to q8_0, q8_K, f16 or bf16 as ggml pairs them) and
  *   vec_dot row by row, one thread, the same W and x, its own ceiling and error measured the
- *   same way — and each one-thread row of tensormap's gets "x ggml": its GB/s / ggml's.
+ *   same way — and each one-thread row of tensormap's gets "x ggml": ggml's time over its own,
+ *   the two products alternated call by call (a shared machine's bandwidth drifts over
+ *   seconds; alternated, both see the same), the median of the 7 calls' ratios.
  * The CPU, compiler, the library's flags and the load average are printed first. */
 #include "bench.h"
 #include "ggml_side.h"
@@ -197,56 +199,62 @@ static double error_column(const product *p)
 }
 
 /* Prints the product's row of the table ("what" names it: its path, or ggml) and returns its
- * GB/s of W. vs_ggml: ggml's GB/s in the same run (0: none), for the "x ggml" column. */
+ * GB/s of W. versus: ggml's product of the same W and x (NULL: none), for the "x ggml" column;
+ * it is timed call by call alternated with p's, and the column is the median of the calls'
+ * time ratios, so that a shared machine's bandwidth drifting over seconds moves both alike. */
 static double bench_row(const product *p, const char *what, const char *mode_name,
-                        double target, double vs_ggml)
+                        double target, const product *versus)
 {
     const tm_tensor *w = p->w;
     const double ceiling = read_ceiling(w->data, w->n_bytes, p->n_threads);
-    double t[CALLS + 1];
+    double t[CALLS + 1], pair_ratio[CALLS + 1];
     const clockid_t clock = p->n_threads == 1 ? one_thread_clock : CLOCK_MONOTONIC;
     for (int c = 0; c <= CALLS; c++) {
+        double t_versus = 0;
+        if (versus) {
+            const double t0 = bench_seconds(clock);
+            run_product(versus);
+            t_versus = bench_seconds(clock) - t0;
+        }
         const double t0 = bench_seconds(clock);
         run_product(p);
         t[c] = bench_seconds(clock) - t0;
+        pair_ratio[c] = t_versus / t[c];
     }
     const double gbs = (double)w->n_bytes / bench_median(t + 1, CALLS, NULL);
     const double ratio = gbs / ceiling;
-    char verdict[48] = "", versus[16] = "";
+    char verdict[48] = "", versus_column[16] = "";
     if (target > 0)
         snprintf(verdict, sizeof verdict, "%.2f %s", target, ratio >= target ? "met" : "MISSED");
-    if (vs_ggml > 0)
-        snprintf(versus, sizeof versus, "  %6.2f", gbs / vs_ggml);
+    if (versus)
+        snprintf(versus_column, sizeof versus_column, "  %6.2f",
+                 bench_median(pair_ratio + 1, CALLS, NULL));
     printf("%-6s %-10s %-4s %u  %7.2f  %7.2f  %5.2f  %-10s %9.2e%s\n", tm_type_name(w->type),
            what, mode_name, p->n_threads, gbs * 1e-9, ceiling * 1e-9, ratio, verdict,
-           error_column(p), versus);
+           error_column(p), versus_column);
     fflush(stdout);
     return gbs;
 }
 
-/* ggml's row for w (before tensormap's); its GB/s, or 0 when not built with ggml or ggml
- * has no vec_dot for the type */
-static double ggml_row(const tm_tensor *w, const float *x, float *y)
-{
 #ifdef TM_BENCH_GGML
-    ggml_side_dot dot;
-    double gbs = 0;
-    if (ggml_side_dot_init(&dot, w->type, COLS)) {
-        const product p = { w, x, y, 0, 1, &dot };
-        gbs = bench_row(&p, "ggml", ggml_type_name(dot.x_type), 0, 0);
-    } else
+/* ggml's row for w (before tensormap's), and in *g its product (dot set up in *dot, to be
+ * freed by the caller) for the "x ggml" column; false when ggml has no vec_dot for the type */
+static bool ggml_row(const tm_tensor *w, const float *x, float *y, product *g,
+                     ggml_side_dot *dot)
+{
+    if (!ggml_side_dot_init(dot, w->type, COLS)) {
         printf("%-6s ggml       has no one-row vec_dot for this type\n", tm_type_name(w->type));
-    ggml_side_dot_free(&dot);
-    return gbs;
-#else
-    (void)w, (void)x, (void)y;
-    return 0;
-#endif
+        return false;
+    }
+    *g = (product){ w, x, y, 0, 1, dot };
+    bench_row(g, "ggml", ggml_type_name(dot->x_type), 0, NULL);
+    return true;
 }
+#endif
 
 #ifdef TM_BENCH_GGML
 #define GGML_NOTE "ggml: from_float of x + vec_dot row by row, one thread (bench/ggml_side.h); " \
-                  "x ggml: GB/s / ggml's in this run\n"
+                  "x ggml: ggml's time / ours, the two alternated call by call, median\n"
 #define GGML_COLUMNS "  x ggml"
 #else
 #define GGML_NOTE ""
@@ -341,7 +349,13 @@ int main(int argc, char **argv)
         w.data = wb;
         if (!error_refs(&w))
             die("a row of W cannot be decoded");
-        const double ggml_gbs = ggml_row(&w, x, y);
+        product ggml;
+#ifdef TM_BENCH_GGML
+        ggml_side_dot dot;
+        const bool have_ggml = ggml_row(&w, x, y, &ggml, &dot);
+#else
+        const bool have_ggml = false;
+#endif
         for (unsigned k = 0; tm_isa_built(k); k++) {
             const char *isa = tm_isa_built(k);
             if ((only_isa && strcmp(only_isa, isa) != 0) || !tm_isa_available(isa))
@@ -355,9 +369,12 @@ int main(int argc, char **argv)
                         ? (thr == 2 && types[ti].q8 > 0 ? 0.9 : types[ti].q8)
                         : (thr == 2 ? 0 : types[ti].f32);
                     bench_row(&p, isa, mode == TM_MATVEC_Q8 ? "q8" : "f32", target,
-                              thr == 1 ? ggml_gbs : 0);
+                              thr == 1 && have_ggml ? &ggml : NULL);
                 }
         }
+#ifdef TM_BENCH_GGML
+        ggml_side_dot_free(&dot);
+#endif
         free(wb);
         free(y);
     }
