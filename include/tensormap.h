@@ -732,18 +732,19 @@ TM_API tm_status tm_dequant_raw(tm_type type, const void *blocks, uint64_t n_ele
 #define TM_MATVEC_F32 0u
 /* x quantized once per call to 8-bit blocks as ggml does (q8_0 for 32-element weight blocks,
  * q8_K for 256-element ones) and integer dot products, as ggml's vec_dot: ggml's speed and
- * accuracy (docs/matvec.md derives the bound). The plain types (f32, f16, bf16, f64, fp8, the
- * integers) keep x in float32 and give TM_MATVEC_F32's result, except f16 on the avx512fp16
- * path: x rounded to halves and summed in half arithmetic, as ggml's f16 vec_dot (within a
- * derived bound, and a non-finite y only where TM_MATVEC_F32's is). x must be finite: a NaN or
- * an infinity makes every y NaN. */
+ * accuracy (docs/matvec.md derives the bound). The plain types (f32, f64, fp8, the integers)
+ * keep x in float32 and give TM_MATVEC_F32's result; so do f16 and bf16 on the scalar and NEON
+ * paths. On the x86 paths f16 and bf16 take x rounded to their own type, as ggml's vec_dot
+ * pairs them (f16 x scaled by a power of two), with float32 sums (avx512fp16: f16 summed in
+ * half arithmetic; within a derived bound, and a non-finite y only where TM_MATVEC_F32's is).
+ * x must be finite: a NaN or an infinity makes every y NaN. */
 #define TM_MATVEC_Q8 1u
 
 /* y[i] = sum over c < w->ne[0] of W[r0 + i][c] * x[c], for i < r1 - r0, on the calling thread.
  * x has ne[0] floats, y has r1 - r0. A row is ne[0] elements: a 1-D tensor is one row, a 3-D or
  * 4-D one is ne[1] * ne[2] * ne[3] rows (tm_tensor_rows). Each y depends only on its row, x and
  * the mode and path: never on r0, r1 or threads. TM_MATVEC_Q8 allocates one buffer of about
- * 1.14 ne[0] bytes per call (x quantized, freed before return; 2 ne[0] for f16 on avx512fp16);
+ * 1.14 ne[0] bytes per call (x quantized, freed before return; 2 ne[0] for f16, bf16 on x86);
  * TM_MATVEC_F32 allocates nothing for a local tensor. Safe on one tm_file from any number of
  * threads. Returns TM_OK, or (err filled, y untouched):
  *   TM_INVALID_ARG  w, x or y NULL; mode unknown; r0 > r1 or r1 > rows; a row that is not a

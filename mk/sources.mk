@@ -19,7 +19,7 @@ LIB_SRCS := $(COMMON_SRCS) $(IO_SRCS) $(READ_SRCS) $(COMPUTE_SRCS) $(WRITE_SRCS)
 # define fails the link. (A new path is a line of TM__ISA_LIST in src/compute/kernels.h, a list
 # here and its KERNEL_PATHS entry.)
 AVX2_FLAGS   := -mavx2 -mfma -mf16c -mbmi2
-AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mf16c -mbmi2
+AVX512_FLAGS := -mavx512f -mavx512bw -mavx512vl -mavx512vbmi -mavx512dq -mavx2 -mfma -mf16c -mbmi2
 AVX512FP16_FLAGS := $(AVX512_FLAGS) -mavx512fp16
 SCALAR_SRCS  := src/compute/dequant_scalar.c
 SCALAR_SRCS  += src/compute/dequant_scalar_iq.c

@@ -104,7 +104,7 @@ static void check_y(const char *what, tm_type type, unsigned mode, const float *
                     const float *x, const float *y, size_t rows, size_t cols)
 {
     if (mode == TM_MATVEC_Q8 && q8_takes_halves(type)) {
-        check_halves(what, wf, x, y, rows, cols);
+        check_halves(what, type, wf, x, y, rows, cols);
         return;
     }
     double max;
@@ -539,16 +539,16 @@ HALF_OVERFLOW(avx512fp16)
 /* the compiler's IEEE half: its conversion from double rounds once, to nearest, ties to even */
 __extension__ typedef _Float16 oracle_half;
 
-/* avx512fp16's x as halves (its x_q8 kernel, called directly) against the compiler's rounding of
- * x / scale, bit for bit, with the scale 2^floor(log2 max|x|) found here by frexp: ties between
- * halves (normal and subnormal), quotients below half's range, a max|x| that is a float
- * subnormal or near FLT_MAX, x of zeros (-0 kept), and a NaN or an infinity (scale 1). 1000
- * elements: the last vector of 16 is a partial one. */
-Test(matvec_api, x_as_halves_is_each_x_over_the_scale_rounded_to_nearest_even_avx512fp16)
+/* A path's x as halves for f16 weights (its x_q8 kernel, called directly) against the compiler's
+ * rounding of x / scale, bit for bit, with the scale 2^floor(log2 max|x|) found here by frexp:
+ * ties between halves (normal and subnormal), quotients below half's range, a max|x| that is a
+ * float subnormal or near FLT_MAX, x of zeros (-0 kept), and a NaN or an infinity (scale 1).
+ * 1000 elements: the last vector (16 on avx512fp16, 8 on AVX2 and AVX-512) is a partial one. */
+static void halves_of_x_on(const char *isa, unsigned id)
 {
-    use_isa("avx512fp16");
-    tm__x_q8_fn *halve = tm__path_kernels(TM__ISA_AVX512FP16)->x_q8[TM_TYPE_F16];
-    cr_assert(halve, "avx512fp16 has no x_q8 for f16");
+    use_isa(isa);
+    tm__x_q8_fn *halve = tm__path_kernels(id)->x_q8[TM_TYPE_F16];
+    cr_assert(halve, "%s has no x_q8 for f16", isa);
     enum { N = 1000 };
     static const double top[] = { 3.7, 1.0, 0x1p-140, 3.0e38, 0.0, NAN, INFINITY };
     tm__f16x *hx = aligned_alloc(64, sizeof *hx + ((N * 2 + 63) / 64 * 64));
@@ -592,6 +592,63 @@ Test(matvec_api, x_as_halves_is_each_x_over_the_scale_rounded_to_nearest_even_av
     }
     free(hx);
 }
+
+#define HALVES_OF_X(isa, id) \
+    Test(matvec_api, x_as_halves_is_each_x_over_the_scale_rounded_to_nearest_even_##isa) \
+    { halves_of_x_on(#isa, id); }
+HALVES_OF_X(avx2, TM__ISA_AVX2)
+HALVES_OF_X(avx512, TM__ISA_AVX512)
+HALVES_OF_X(avx512fp16, TM__ISA_AVX512FP16)
+#undef HALVES_OF_X
+
+/* A path's x as bf16 for bf16 weights (its x_q8 kernel, called directly; scale 1) against the
+ * bf16 nearest each x, ties to even, formed here from the float's bits: ties both ways, values
+ * that round up across a power of two, float subnormals, a value that rounds up to infinity,
+ * infinities, -0, and NaNs of every payload (a NaN stays a NaN). 1000 elements: a partial last
+ * vector of 8. */
+static void bf16_of_x_on(const char *isa, unsigned id)
+{
+    use_isa(isa);
+    tm__x_q8_fn *round = tm__path_kernels(id)->x_q8[TM_TYPE_BF16];
+    cr_assert(round, "%s has no x_q8 for bf16", isa);
+    enum { N = 1000 };
+    static const uint32_t special[] = { 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x3fffffffu,
+                                        0x00000001u, 0x00008000u, 0x00018000u, 0x7f7fffffu,
+                                        0x7f800000u, 0xff800000u, 0x80000000u, 0x7fc00000u,
+                                        0x7f800001u, 0xff800001u, 0x7fff0001u };
+    tm__f16x *hx = aligned_alloc(64, sizeof *hx + ((N * 2 + 63) / 64 * 64));
+    float x[N];
+    uint32_t bits[N];
+    cr_assert(hx);
+    cr_assert(round(NULL, N, NULL) == sizeof *hx + N * 2);
+    for (size_t i = 0; i < N; i++) {
+        bits[i] = i < sizeof special / sizeof special[0]
+            ? special[i]
+            : (uint32_t)(i * 2654435761u) ^ (uint32_t)(i << 7); /* any bits */
+        memcpy(&x[i], &bits[i], sizeof x[i]);
+    }
+    memset(hx->h, 0xa5, N * 2);
+    round(x, N, hx);
+    cr_assert(hx->scale == 1.0f, "%s: scale %g", isa, (double)hx->scale);
+    for (size_t i = 0; i < N; i++) {
+        const uint32_t b = bits[i], low = b & 0xffffu, top = b >> 16;
+        if (isnan(x[i])) {
+            cr_assert((hx->h[i] & 0x7f80) == 0x7f80 && (hx->h[i] & 0x7f),
+                      "%s: x[%zu] = NaN %#x gives bf16 %#x", isa, i, b, hx->h[i]);
+            continue;
+        }
+        const uint32_t want = top + (low > 0x8000u || (low == 0x8000u && (top & 1u)));
+        cr_assert(hx->h[i] == want, "%s: x[%zu] = %#x (%a): bf16 %#x, expected %#x", isa, i, b,
+                  (double)x[i], hx->h[i], want);
+    }
+    free(hx);
+}
+
+#define BF16_OF_X(isa, id) \
+    Test(matvec_api, x_as_bf16_is_each_x_rounded_to_nearest_even_##isa) { bf16_of_x_on(#isa, id); }
+BF16_OF_X(avx2, TM__ISA_AVX2)
+BF16_OF_X(avx512, TM__ISA_AVX512)
+#undef BF16_OF_X
 
 /* ---- refusals ------------------------------------------------------------------------------ */
 

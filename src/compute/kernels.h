@@ -97,15 +97,15 @@ typedef void tm__dequant_fn(const void *src, float *dst, size_t n_blocks);
 /* sum over the row of w[i] * x[i], x as float32 (n_blocks * block_elems floats) */
 typedef float tm__mv_f32_fn(const void *w, const float *x, size_t n_blocks);
 /* the same with x quantized: n_blocks tm__q8_0x (32-element weight blocks) or tm__q8_Kx
- * (256-element weight blocks) at xq; for f16 weights (a path with f16 arithmetic), the
+ * (256-element weight blocks) at xq; for f16 and bf16 weights (the x86 paths), the
  * tm__f16x of x */
 typedef float tm__mv_q8_fn(const void *w, const void *xq, size_t n_blocks);
 
 /* x (n elements) put into the layout the same path's tm__mv_q8_fn for the type takes, at out
  * (64-byte aligned); returns the layout's size in bytes, and with out NULL only that (x is not
- * read). Only a Q8 kernel that takes x in a layout of its own has one (f16 on avx512fp16:
- * tm__f16x; q4_1, q5_1 and q1_0 on AVX2: q8_0 blocks, then a float of x's code sums per weight
- * block); for the others matvec.c
+ * read). Only a Q8 kernel that takes x in a layout of its own has one (f16 and bf16 on the x86
+ * paths: tm__f16x; q4_1, q5_1 and q1_0 on AVX2: q8_0 blocks, then a float of x's code sums per
+ * weight block); for the others matvec.c
  * quantizes x to q8_0 / q8_K. */
 typedef size_t tm__x_q8_fn(const float *x, size_t n, void *out);
 
@@ -123,10 +123,12 @@ typedef struct tm__q8_Kx {
     int16_t bsums[16];
 } tm__q8_Kx;
 
-/* x as halves for f16 weights in TM_MATVEC_Q8 (ggml pairs f16 weights with f16 x): x[i] ~=
- * scale * h[i], h[i] the IEEE half nearest x[i] / scale (ties to even), scale the power of two
- * 2^floor(log2 max|x|), so that |h| < 2 and no product with a half weight overflows; scale 1 when
- * max|x| is 0, infinite or NaN (then h keeps the infinities and NaNs). */
+/* x in 16 bits for f16 and bf16 weights in TM_MATVEC_Q8 on the x86 paths (ggml pairs f16
+ * weights with f16 x, bf16 with bf16). f16: x[i] ~= scale * h[i], h[i] the IEEE half nearest
+ * x[i] / scale (ties to even), scale the power of two 2^floor(log2 max|x|), so that |h| < 2 and
+ * no product with a half weight overflows; scale 1 when max|x| is 0, infinite or NaN (then h
+ * keeps the infinities and NaNs). bf16: h[i] the bf16 nearest x[i] (ties to even; a NaN stays
+ * a NaN), scale 1. */
 typedef struct tm__f16x {
     float scale;
     alignas(64) uint16_t h[]; /* on a cache line: a vector of 32 never straddles two */
@@ -135,15 +137,29 @@ typedef struct tm__f16x {
 _Static_assert(sizeof(tm__q8_0x) == 36, "q8_0 activation block is 36 bytes");
 _Static_assert(sizeof(tm__q8_Kx) == 292, "q8_K activation block is 292 bytes");
 
-/* tm_matmul's 8-bit kernels: ONE row of W against TM__MM_COLS columns of x at once, xq[c] the
- * c-th column quantized as for tm__mv_q8_fn. y[c] is, bit for bit, what the same path's
- * tm__mv_q8_fn gives for the row and xq[c]: per column the same float operations in the same
- * order (the integer sums are exact in any order), the block's codes and scales unpacked once
- * for all the columns instead of once per column. isa.c keeps one on a path only where the
- * path's tm__mv_q8_fn for the type comes from the same path (the one it replicates). */
-enum { TM__MM_COLS = 4 };
-typedef void tm__mm_q8_fn(const void *w, const void *const xq[TM__MM_COLS], size_t n_blocks,
-                          float y[TM__MM_COLS]);
+/* tm_matmul's 8-bit kernels: n_rows (1..TM__MM_ROWS) rows of W, row_bytes apart from w, against
+ * TM__MM_COLS columns of x at once, xq[c] the c-th column quantized as for tm__mv_q8_fn.
+ * y[r * TM__MM_COLS + c] is, bit for bit, what the same path's tm__mv_q8_fn gives for row r and
+ * xq[c]: per column the same float operations in the same order (the integer sums are exact in
+ * any order), the block's codes and scales unpacked once for all the columns instead of once per
+ * column. Most take the rows one at a time (TM__MM_Q8_BY_ROW); f16 and bf16 against x as halves
+ * go a stretch of the row at a time over all of them, as tm__mm_f32_fn does, so that the
+ * columns' stretch stays in L1 (four columns of 4096 halves fill it). isa.c keeps one on a path
+ * only where the path's tm__mv_q8_fn for the type comes from the same path (the one it
+ * replicates). */
+enum { TM__MM_COLS = 4, TM__MM_ROWS = 16 };
+typedef void tm__mm_q8_fn(const void *w, size_t row_bytes, size_t n_rows,
+                          const void *const xq[TM__MM_COLS], size_t n_blocks, float *y);
+
+/* tm__mm_q8_fn name over rows, from a kernel one_row(w, xq, n_blocks, y) of one row */
+#define TM__MM_Q8_BY_ROW(name, one_row)                                                      \
+    static void name(const void *w, size_t row_bytes, size_t n_rows,                        \
+                     const void *const xq[TM__MM_COLS], size_t n_blocks, float *y)          \
+    {                                                                                         \
+        for (size_t r = 0; r < n_rows; r++)                                                   \
+            one_row((const unsigned char *)w + r * row_bytes, xq, n_blocks,                   \
+                    y + r * TM__MM_COLS);                                                     \
+    }
 
 /* tm_matmul's float32-x kernels (f16, bf16; f32 on AVX-512): n_rows (1..TM__MM_ROWS) rows of
  * W, row_bytes apart from w (n_blocks blocks each), against TM__MM_COLS columns of x as float32,
@@ -156,7 +172,6 @@ typedef void tm__mm_q8_fn(const void *w, const void *const xq[TM__MM_COLS], size
  * tm_matmul runs it wherever the columns' plans run the path's tm__mv_f32_fn (TM_MATVEC_F32, and
  * TM_MATVEC_Q8 for the types that keep x in float32); isa.c keeps it only beside the
  * tm__mv_f32_fn of the same path. */
-enum { TM__MM_ROWS = 16 };
 typedef void tm__mm_f32_fn(const void *w, size_t row_bytes, size_t n_rows,
                            const float *const x[TM__MM_COLS], size_t n_blocks, float *y);
 

@@ -24,7 +24,7 @@
 /* Columns and rows go by in blocks of BLOCK (run_tile) */
 #define BLOCK 16u
 _Static_assert(BLOCK % TM__MM_COLS == 0, "a block of columns is whole groups of the kernel's");
-_Static_assert(BLOCK <= TM__MM_ROWS, "a block of rows is one call of the float32-x kernel");
+_Static_assert(BLOCK <= TM__MM_ROWS, "a block of rows is one call of a batched kernel");
 
 typedef struct columns {
     unsigned char *plans; /* n plans of tm__mv_column_size() bytes, stride apart */
@@ -51,10 +51,10 @@ typedef struct columns {
 static void batched_rows(const columns *c, uint64_t j, uint64_t r0, uint64_t r1)
 {
     float y[BLOCK][TM__MM_COLS];
-    if (c->mm_q8) {
-        for (uint64_t r = r0; r < r1; r++)
-            c->mm_q8(c->w + r * c->row_bytes, c->xq + j, c->n_blocks, y[r - r0]);
-    } else {
+    if (c->mm_q8)
+        c->mm_q8(c->w + r0 * c->row_bytes, c->row_bytes, (size_t)(r1 - r0), c->xq + j,
+                 c->n_blocks, y[0]);
+    else {
         const float *x[TM__MM_COLS];
         for (unsigned k = 0; k < TM__MM_COLS; k++)
             x[k] = c->X + (j + k) * c->k;

@@ -6,8 +6,8 @@
  * decoding a few blocks at a time into a stack buffer (tm_dequant_raw, bit-exact on every
  * path) and taking their dot with x in double. So a type that gains a decoder works in both
  * modes with no change here. In TM_MATVEC_Q8, every block type has an 8-bit kernel (matvec_scalar*.c); the plain and
- * integer types keep x in float32 and run the F32 kernel, except f16 on a path with f16
- * arithmetic (avx512fp16), whose Q8 kernel takes x as halves (tm__f16x), as ggml pairs them.
+ * integer types keep x in float32 and run the F32 kernel, except f16 and bf16 on the x86
+ * paths, whose Q8 kernels take x in 16 bits (tm__f16x), as ggml pairs them.
  *
  * Determinism: every row is computed by one kernel call whose order of operations depends only
  * on the row, so splitting the rows over threads cannot change a bit of y. Nothing here is
@@ -44,7 +44,7 @@ typedef struct plan {
 /* The 8-bit layout of x for a weight of block_elems: q8_K (256 elements) for the K-quants,
  * i-quants and ternary types, q8_0 (32) for the blocks made of 32s (nvfp4's 64, q1_0's 128),
  * as ggml pairs them; 0 for the plain and integer types, which keep x in float32 (or, for f16
- * on a path with an f16 Q8 kernel, take it as halves: tm__f16x). */
+ * and bf16 on a path with a Q8 kernel for them, take it in 16 bits: tm__f16x). */
 static uint32_t x_block_elems(uint32_t block_elems)
 {
     return block_elems % 256 == 0 ? 256 : block_elems % 32 == 0 ? 32 : 0;
@@ -124,7 +124,7 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
     p->y = y;
     p->r0 = r0;
     const uint32_t xb = x_block_elems(be);
-    /* a plain type's Q8 kernel (f16 on avx512fp16) takes x in its own layout, from its x_q8 */
+    /* a plain type's Q8 kernel (f16, bf16 on x86) takes x in its own layout, from its x_q8 */
     if (mode == TM_MATVEC_Q8 && r1 > r0 && (xb || k->x_q8[slot]))
         p->q8 = k->mv_q8[slot];
     if (tm__tensor_is_remote(t)) {
@@ -132,7 +132,7 @@ static tm_status make_plan(const char *fn, const tm_tensor *t, uint64_t r0, uint
         return TM_OK;
     }
     if (p->q8) {
-        /* x in the layout of the path's own x_q8 (f16 on avx512fp16; q4_1, q5_1, q1_0 on AVX2),
+        /* x in the layout of the path's own x_q8 (f16, bf16 on x86; q4_1, q5_1, q1_0 on AVX2),
          * else as q8_0 / q8_K blocks; on a cache line either way (tm__f16x's halves want one) */
         tm__x_q8_fn *own = k->x_q8[slot];
         const size_t n_x = p->n_blocks * be, nx = xb ? n_x / xb : 0;

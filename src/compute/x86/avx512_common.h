@@ -43,10 +43,12 @@ static inline void acc_add(dacc *a, __m512 f)
     a->hi = _mm512_add_pd(a->hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1)));
 }
 
-static inline float acc_sum(const dacc *a)
+static inline double acc_sum_pd(const dacc *a)
 {
-    return (float)_mm512_reduce_add_pd(_mm512_add_pd(a->lo, a->hi));
+    return _mm512_reduce_add_pd(_mm512_add_pd(a->lo, a->hi));
 }
+
+static inline float acc_sum(const dacc *a) { return (float)acc_sum_pd(a); }
 
 /* sixteen f32, f16 or bf16 at p as floats, the lanes outside k zero (a masked load reads
  * nothing there: a row's tail never reads past the row) */

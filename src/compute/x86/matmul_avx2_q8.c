@@ -75,8 +75,8 @@ static __m256i q4_0_codes(const uint8_t *b)
         for (int c = 0; c < COLS; c++)                                                        \
             y[c] = hsum_ps(acc[c]);                                                           \
     }
-MM_FMA32(mm_q8_0_q8_avx2, tm__block_q8_0, q8_0_codes)
-MM_FMA32(mm_q4_0_q8_avx2, tm__block_q4_0, q4_0_codes)
+MM_FMA32(row_q8_0_q8_avx2, tm__block_q8_0, q8_0_codes)
+MM_FMA32(row_q4_0_q8_avx2, tm__block_q4_0, q4_0_codes)
 #undef MM_FMA32
 
 /* ---- 32-element blocks, eight float lanes per block into double (q4_1, iq4_nl) -------------- */
@@ -127,15 +127,15 @@ static __m256i pairs_u(signed_codes c, __m256i x) { return _mm256_maddubs_epi16(
         for (int c = 0; c < COLS; c++)                                                        \
             y[c] = (float)(acc_sum_pd(&a[c]) + offsets[c]);                                   \
     }
-MM_LANES32(mm_q4_1_q8_avx2, tm__block_q4_1, q4_1_bytes, unsigned_codes, pairs_u, 1)
-MM_LANES32(mm_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_bytes, with_signs, pairs_s, 0)
+MM_LANES32(row_q4_1_q8_avx2, tm__block_q4_1, q4_1_bytes, unsigned_codes, pairs_u, 1)
+MM_LANES32(row_iq4_nl_q8_avx2, tm__block_iq4_nl, iq4_nl_bytes, with_signs, pairs_s, 0)
 #undef MM_LANES32
 
 /* ---- mxfp4: the block's integer sum scaled in double ---------------------------------------- */
 
 /* per column as matvec_avx2_q8.c's dot_mxfp4_q8_avx2: four blocks at a time into the column's
  * four double lanes (mxfp4_quad), the last n % 4 into a double of their own, the same final sum */
-static void mm_mxfp4_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+static void row_mxfp4_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
                              float y[COLS])
 {
     const uint8_t *b = w;
@@ -203,7 +203,7 @@ static __m256i k4_groups_dot(const __m256i u[8], __m256i scales, const tm__q8_Kx
 }
 
 /* q4_K: as matvec_avx2.c, (d dx) isum and (dmin dx) (mins . sums) into two float vectors */
-static void mm_q4_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+static void row_q4_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
                             float y[COLS])
 {
     const uint8_t *b = w;
@@ -237,7 +237,7 @@ static void mm_q4_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_
 
 /* q5_K: as q4_K with bit g of qh[l] adding 16 to element l of group g; as matvec_avx2_q8.c,
  * the block's exact integer sums scaled in double */
-static void mm_q5_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+static void row_q5_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
                             float y[COLS])
 {
     const uint8_t *b = w;
@@ -269,7 +269,7 @@ static void mm_q5_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_
 
 /* q6_K: as matvec_avx2.c, codes unsigned (q + 32), the 32 sum(sc x) that adds removed with x's
  * 16-sums, one float multiply-add per block */
-static void mm_q6_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+static void row_q6_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
                             float y[COLS])
 {
     const uint8_t *b = w;
@@ -315,7 +315,7 @@ static void mm_q6_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n_
 
 /* iq4_xs: eight groups of 32, table values, signed 6-bit group scales; as matvec_avx2_q8.c,
  * the block's exact integer sum scaled in double */
-static void mm_iq4_xs_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
+static void row_iq4_xs_q8_avx2(const void *w, const void *const xq[COLS], size_t n_blocks,
                               float y[COLS])
 {
     const uint8_t *b = w;
@@ -342,6 +342,17 @@ static void mm_iq4_xs_q8_avx2(const void *w, const void *const xq[COLS], size_t 
     for (int c = 0; c < COLS; c++)
         y[c] = (float)hsum_pd(acc[c]);
 }
+
+/* the rows of a call one at a time */
+TM__MM_Q8_BY_ROW(mm_iq4_nl_q8_avx2, row_iq4_nl_q8_avx2)
+TM__MM_Q8_BY_ROW(mm_iq4_xs_q8_avx2, row_iq4_xs_q8_avx2)
+TM__MM_Q8_BY_ROW(mm_mxfp4_q8_avx2, row_mxfp4_q8_avx2)
+TM__MM_Q8_BY_ROW(mm_q4_0_q8_avx2, row_q4_0_q8_avx2)
+TM__MM_Q8_BY_ROW(mm_q4_1_q8_avx2, row_q4_1_q8_avx2)
+TM__MM_Q8_BY_ROW(mm_q4_K_q8_avx2, row_q4_K_q8_avx2)
+TM__MM_Q8_BY_ROW(mm_q5_K_q8_avx2, row_q5_K_q8_avx2)
+TM__MM_Q8_BY_ROW(mm_q6_K_q8_avx2, row_q6_K_q8_avx2)
+TM__MM_Q8_BY_ROW(mm_q8_0_q8_avx2, row_q8_0_q8_avx2)
 
 const tm__kernels tm__kernels_matmul_avx2_q8 = {
     .mm_q8 = {

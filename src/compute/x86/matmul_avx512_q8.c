@@ -50,12 +50,12 @@
                 y[c] += q8_0x_last_term(q, d, x[c] + i);                                      \
         }                                                                                     \
     }
-MM_PAIRS(mm_q8_0_q8_avx512, tm__block_q8_0, q8_0_pair_unpack, q8_0_last_unpack)
-MM_PAIRS(mm_q4_0_q8_avx512, tm__block_q4_0, q4_0_pair_unpack, q4_0_last_unpack)
+MM_PAIRS(row_q8_0_q8_avx512, tm__block_q8_0, q8_0_pair_unpack, q8_0_last_unpack)
+MM_PAIRS(row_q4_0_q8_avx512, tm__block_q4_0, q4_0_pair_unpack, q4_0_last_unpack)
 #undef MM_PAIRS
 
 /* as dot_q4_K_q8_avx512: the int32 lanes and the mins into two float vectors per column */
-static void mm_q4_K_q8_avx512(const void *w, const void *const xq[COLS], size_t n_blocks,
+static void row_q4_K_q8_avx512(const void *w, const void *const xq[COLS], size_t n_blocks,
                               float y[COLS])
 {
     const uint8_t *b = w;
@@ -75,7 +75,7 @@ static void mm_q4_K_q8_avx512(const void *w, const void *const xq[COLS], size_t 
 }
 
 /* as dot_q6_K_q8_avx512: the int32 lanes into one float vector per column */
-static void mm_q6_K_q8_avx512(const void *w, const void *const xq[COLS], size_t n_blocks,
+static void row_q6_K_q8_avx512(const void *w, const void *const xq[COLS], size_t n_blocks,
                               float y[COLS])
 {
     const uint8_t *b = w;
@@ -93,6 +93,12 @@ static void mm_q6_K_q8_avx512(const void *w, const void *const xq[COLS], size_t 
     UNROLLED for (int c = 0; c < COLS; c++)
         y[c] = _mm512_reduce_add_ps(acc[c]);
 }
+
+/* the rows of a call one at a time */
+TM__MM_Q8_BY_ROW(mm_q4_0_q8_avx512, row_q4_0_q8_avx512)
+TM__MM_Q8_BY_ROW(mm_q4_K_q8_avx512, row_q4_K_q8_avx512)
+TM__MM_Q8_BY_ROW(mm_q6_K_q8_avx512, row_q6_K_q8_avx512)
+TM__MM_Q8_BY_ROW(mm_q8_0_q8_avx512, row_q8_0_q8_avx512)
 
 const tm__kernels tm__kernels_matmul_avx512_q8 = {
     .mm_q8 = {

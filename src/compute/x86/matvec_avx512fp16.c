@@ -147,7 +147,7 @@ static float mv_f16_q8_avx512fp16(const void *w, const void *xq, size_t n_blocks
     return y;
 }
 
-static void mm_f16_q8_avx512fp16(const void *w, const void *const xq[TM__MM_COLS], size_t n_blocks,
+static void row_f16_q8_avx512fp16(const void *w, const void *const xq[TM__MM_COLS], size_t n_blocks,
                                  float y[TM__MM_COLS])
 {
     rows_f16(w, xq, TM__MM_COLS, n_blocks, y);
@@ -188,6 +188,9 @@ static size_t halve_x(const float *x, size_t n, void *out)
     }
     return sizeof *hx + n * sizeof hx->h[0];
 }
+
+/* the rows of a call one at a time */
+TM__MM_Q8_BY_ROW(mm_f16_q8_avx512fp16, row_f16_q8_avx512fp16)
 
 const tm__kernels tm__kernels_matvec_avx512fp16 = {
     .x_q8 = { [TM_TYPE_F16] = halve_x },
