@@ -1,8 +1,9 @@
 /* x rounded to 16 bits for TM_MATVEC_Q8 of f16 and bf16 weights, as ggml pairs them (f16 x for
  * f16 weights, bf16 x for bf16 ones): the x_q8 kernels (tm__x_q8_fn) of the AVX2 and AVX-512 f16
- * product files (matmul_avx2_f16.c, matmul_avx512_f16.c), which include this with their own
- * flags; AVX2 and F16C intrinsics, so both paths round alike, bit for bit. Static functions
- * only: each file puts them in its own table. */
+ * product files (matmul_avx2_f16.c, matmul_avx512_f16.c) and of avx512fp16's
+ * (matvec_avx512fp16.c), which include this with their own flags; AVX2 and F16C intrinsics, so
+ * every path rounds alike, bit for bit. Static functions only: each file puts them in its own
+ * table. Also the x of those files' loops (HALVES_COLUMNS). */
 #ifndef TM_COMPUTE_X86_HALVES_X_H
 #define TM_COMPUTE_X86_HALVES_X_H
 
@@ -15,7 +16,7 @@
 
 /* the largest |x| as the bits of a float (as integers every NaN is above the infinity, which is
  * above every finite value, so one unsigned max finds a NaN too) */
-static uint32_t max_magnitude(const float *x, size_t n)
+static inline uint32_t max_magnitude(const float *x, size_t n)
 {
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
     __m256i m = _mm256_setzero_si256();
@@ -59,13 +60,13 @@ static inline __attribute__((always_inline)) void round_x(round8_fn *round8, con
  * normal float's exponent): both products are exact, except where one falls below float's
  * normal range, and there the quotient is below half's smallest subnormal by far and rounds
  * to 0 (of x's sign) whether exact or not. */
-static __m128i f16_of(__m256 v, __m256 f1, __m256 f2)
+static inline __m128i f16_of(__m256 v, __m256 f1, __m256 f2)
 {
     return _mm256_cvtps_ph(_mm256_mul_ps(_mm256_mul_ps(v, f1), f2), _MM_FROUND_TO_NEAREST_INT);
 }
 
 /* x as tm__f16x (kernels.h) */
-static size_t x_f16(const float *x, size_t n, void *out)
+static inline size_t x_f16(const float *x, size_t n, void *out)
 {
     tm__f16x *hx = out;
     if (!out)
@@ -86,7 +87,7 @@ static size_t x_f16(const float *x, size_t n, void *out)
 
 /* floats to bf16, to nearest even (ggml's rounding): a NaN stays a NaN (made quiet, as ggml
  * does, so that cutting its low bits cannot leave an infinity) */
-static __m128i bf16_of(__m256 v, __m256 f1, __m256 f2)
+static inline __m128i bf16_of(__m256 v, __m256 f1, __m256 f2)
 {
     (void)f1, (void)f2;
     const __m256i b = _mm256_castps_si256(v);
@@ -101,7 +102,7 @@ static __m128i bf16_of(__m256 v, __m256 f1, __m256 f2)
 }
 
 /* x as bf16 in a tm__f16x with scale 1 (kernels.h): bf16 keeps float's range */
-static size_t x_bf16(const float *x, size_t n, void *out)
+static inline size_t x_bf16(const float *x, size_t n, void *out)
 {
     tm__f16x *hx = out;
     if (!out)
@@ -111,5 +112,55 @@ static size_t x_bf16(const float *x, size_t n, void *out)
     round_x(bf16_of, x, n, hx->h, one, one);
     return sizeof *hx + n * sizeof hx->h[0];
 }
+
+
+/* The x of a product loop, for a file whose widening is widen_type (eight or sixteen 16-bit or
+ * 32-bit values to floats) and whose float32 load is load_floats: columns_x, cols columns (1 or
+ * TM__MM_COLS) at x[c], element origin + e at x[c] + size * e, widened by widen, y of column c
+ * times scale[c]; float_columns (x in float32, scale 1) and half_columns (tm__f16x). */
+#define HALVES_COLUMNS(widen_type, load_floats)                                              \
+    typedef struct columns_x {                                                                \
+        const uint8_t *x[TM__MM_COLS];                                                        \
+        widen_type *widen;                                                                    \
+        size_t size, origin;                                                                  \
+        unsigned cols;                                                                        \
+        double scale[TM__MM_COLS];                                                            \
+    } columns_x;                                                                              \
+    static inline __attribute__((always_inline)) columns_x                                    \
+    float_columns(const float *const x[TM__MM_COLS])                                          \
+    {                                                                                         \
+        columns_x xs = { .widen = load_floats, .size = 4, .cols = TM__MM_COLS };              \
+        for (unsigned c = 0; c < TM__MM_COLS; c++)                                            \
+            xs.x[c] = (const uint8_t *)x[c], xs.scale[c] = 1.0;                               \
+        return xs;                                                                            \
+    }                                                                                         \
+    static inline __attribute__((always_inline)) columns_x                                    \
+    half_columns(const void *const xq[], unsigned cols, widen_type *widen)                    \
+    {                                                                                         \
+        columns_x xs = { .widen = widen, .size = 2, .cols = cols };                           \
+        for (unsigned c = 0; c < cols; c++) {                                                 \
+            const tm__f16x *hx = xq[c];                                                       \
+            xs.x[c] = (const uint8_t *)hx->h, xs.scale[c] = (double)hx->scale;                \
+        }                                                                                     \
+        return xs;                                                                            \
+    }
+
+/* TM_MATVEC_Q8's kernels against x in 16 bits from a file's loop dot(widen, w, row_bytes,
+ * n_rows, &xs, n_blocks, y): mv the 1-column one (one row, one column), mm its batched form;
+ * widen: the weights' widening (f16 or bf16) */
+#define HALVES_KERNELS(mv, mm, widen, dot)                                                    \
+    static float mv(const void *w, const void *xq, size_t n_blocks)                          \
+    {                                                                                         \
+        const columns_x xs = half_columns(&xq, 1, widen);                                     \
+        float y;                                                                              \
+        dot(widen, w, 0, 1, &xs, n_blocks, &y);                                               \
+        return y;                                                                             \
+    }                                                                                         \
+    static void mm(const void *w, size_t row_bytes, size_t n_rows,                          \
+                   const void *const xq[TM__MM_COLS], size_t n_blocks, float *y)            \
+    {                                                                                         \
+        const columns_x xs = half_columns(xq, TM__MM_COLS, widen);                            \
+        dot(widen, w, row_bytes, n_rows, &xs, n_blocks, y);                                   \
+    }
 
 #endif

@@ -42,15 +42,7 @@
 typedef __m256 widen_fn(const uint8_t *p);
 static __m256 f32x8(const uint8_t *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
 
-/* The x of a call: cols columns (1 or COLS) at x[c], element origin + e at x[c] + size * e,
- * widened by widen; y of column c times scale[c] */
-typedef struct columns_x {
-    const uint8_t *x[COLS];
-    widen_fn *widen;
-    size_t size, origin;
-    unsigned cols;
-    double scale[COLS];
-} columns_x;
+HALVES_COLUMNS(widen_fn, f32x8)
 
 /* For k < n_chains (1 or 2): acc[k][c] += w[j, j + 8) x[c][j, j + 8) for j = from + 8k,
  * from + 8k + step, ... while j - 8k is below to: one multiply-add chain per column and k, each
@@ -156,26 +148,6 @@ INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t 
     }
 }
 
-/* x as float32 columns (scale 1) */
-INLINE columns_x float_columns(const float *const x[COLS])
-{
-    columns_x xs = { .widen = f32x8, .size = 4, .cols = COLS };
-    for (unsigned c = 0; c < COLS; c++)
-        xs.x[c] = (const uint8_t *)x[c], xs.scale[c] = 1.0;
-    return xs;
-}
-
-/* x as cols tm__f16x (halves_x.h), widened by widen */
-INLINE columns_x half_columns(const void *const xq[], unsigned cols, widen_fn *widen)
-{
-    columns_x xs = { .widen = widen, .size = 2, .cols = cols };
-    for (unsigned c = 0; c < cols; c++) {
-        const tm__f16x *hx = xq[c];
-        xs.x[c] = (const uint8_t *)hx->h, xs.scale[c] = (double)hx->scale;
-    }
-    return xs;
-}
-
 /* n_blocks: the row's elements (a block of f16 or bf16 is one) */
 #define FLOAT_X(name, widen)                                                                   \
     static void name(const void *w, size_t row_bytes, size_t n_rows,                          \
@@ -188,23 +160,8 @@ FLOAT_X(mm_f16_avx2, f16x8)
 FLOAT_X(mm_bf16_avx2, bf16x8)
 #undef FLOAT_X
 
-#define HALF_X(mv, mm, widen)                                                                  \
-    static float mv(const void *w, const void *xq, size_t n_blocks)                           \
-    {                                                                                          \
-        const columns_x xs = half_columns(&xq, 1, widen);                                      \
-        float y;                                                                               \
-        dot_halves(widen, w, 0, 1, &xs, n_blocks, &y);                                         \
-        return y;                                                                              \
-    }                                                                                          \
-    static void mm(const void *w, size_t row_bytes, size_t n_rows,                           \
-                   const void *const xq[COLS], size_t n_blocks, float *y)                     \
-    {                                                                                          \
-        const columns_x xs = half_columns(xq, COLS, widen);                                    \
-        dot_halves(widen, w, row_bytes, n_rows, &xs, n_blocks, y);                             \
-    }
-HALF_X(mv_f16_q8_avx2, mm_f16_q8_avx2, f16x8)
-HALF_X(mv_bf16_q8_avx2, mm_bf16_q8_avx2, bf16x8)
-#undef HALF_X
+HALVES_KERNELS(mv_f16_q8_avx2, mm_f16_q8_avx2, f16x8, dot_halves)
+HALVES_KERNELS(mv_bf16_q8_avx2, mm_bf16_q8_avx2, bf16x8, dot_halves)
 
 const tm__kernels tm__kernels_matmul_avx2_f16 = {
     .mm_f32 = {

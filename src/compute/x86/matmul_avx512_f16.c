@@ -37,15 +37,7 @@
  * f32x16, f16x16, bf16x16) */
 typedef __m512 widen_fn(const uint8_t *p, __mmask16 k);
 
-/* The x of a call: cols columns (1 or COLS) at x[c], element origin + e at x[c] + size * e,
- * widened by widen; y of column c times scale[c] */
-typedef struct columns_x {
-    const uint8_t *x[COLS];
-    widen_fn *widen;
-    size_t size, origin;
-    unsigned cols;
-    double scale[COLS];
-} columns_x;
+HALVES_COLUMNS(widen_fn, f32x16)
 
 /* Row r's segment [i, end) (whole 64s) against the columns, into a[c] as the 1-column kernel's
  * segment: four chains per column, (a0 + a1) + (a2 + a3) into double. size: bytes per weight.
@@ -123,26 +115,6 @@ INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, size_t row_by
     }
 }
 
-/* x as float32 columns (scale 1) */
-INLINE columns_x float_columns(const float *const x[COLS])
-{
-    columns_x xs = { .widen = f32x16, .size = 4, .cols = COLS };
-    for (unsigned c = 0; c < COLS; c++)
-        xs.x[c] = (const uint8_t *)x[c], xs.scale[c] = 1.0;
-    return xs;
-}
-
-/* x as cols tm__f16x (halves_x.h), widened by widen */
-INLINE columns_x half_columns(const void *const xq[], unsigned cols, widen_fn *widen)
-{
-    columns_x xs = { .widen = widen, .size = 2, .cols = cols };
-    for (unsigned c = 0; c < cols; c++) {
-        const tm__f16x *hx = xq[c];
-        xs.x[c] = (const uint8_t *)hx->h, xs.scale[c] = (double)hx->scale;
-    }
-    return xs;
-}
-
 /* n_blocks: the row's elements (a block of f32, f16 or bf16 is one) */
 #define FLOAT_X(name, widen, size)                                                             \
     static void name(const void *w, size_t row_bytes, size_t n_rows,                          \
@@ -156,23 +128,15 @@ FLOAT_X(mm_f16_avx512, f16x16, 2)
 FLOAT_X(mm_bf16_avx512, bf16x16, 2)
 #undef FLOAT_X
 
-#define HALF_X(mv, mm, widen)                                                                  \
-    static float mv(const void *w, const void *xq, size_t n_blocks)                           \
-    {                                                                                          \
-        const columns_x xs = half_columns(&xq, 1, widen);                                      \
-        float y;                                                                               \
-        dot_plain(widen, 2, w, 0, 1, &xs, n_blocks, &y);                                       \
-        return y;                                                                              \
-    }                                                                                          \
-    static void mm(const void *w, size_t row_bytes, size_t n_rows,                           \
-                   const void *const xq[COLS], size_t n_blocks, float *y)                     \
-    {                                                                                          \
-        const columns_x xs = half_columns(xq, COLS, widen);                                    \
-        dot_plain(widen, 2, w, row_bytes, n_rows, &xs, n_blocks, y);                           \
-    }
-HALF_X(mv_f16_q8_avx512, mm_f16_q8_avx512, f16x16)
-HALF_X(mv_bf16_q8_avx512, mm_bf16_q8_avx512, bf16x16)
-#undef HALF_X
+/* the loop for 16-bit weights (HALVES_KERNELS' dot) */
+INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t n_rows,
+                       const columns_x *xs, size_t n, float *y)
+{
+    dot_plain(widen, 2, w, row_bytes, n_rows, xs, n, y);
+}
+
+HALVES_KERNELS(mv_f16_q8_avx512, mm_f16_q8_avx512, f16x16, dot_halves)
+HALVES_KERNELS(mv_bf16_q8_avx512, mm_bf16_q8_avx512, bf16x16, dot_halves)
 
 const tm__kernels tm__kernels_matmul_avx512_f16 = {
     .mm_f32 = {

@@ -20,6 +20,7 @@
 #include "../kernels.h"
 
 #include "avx512_common.h"
+#include "halves_x.h"
 #include "prefetch.h"
 
 #include <math.h>
@@ -153,47 +154,11 @@ static void row_f16_q8_avx512fp16(const void *w, const void *const xq[TM__MM_COL
     rows_f16(w, xq, TM__MM_COLS, n_blocks, y);
 }
 
-/* x as tm__f16x (kernels.h), sixteen at a time: max|x| from the magnitudes' bits (as integers
- * every NaN is above the infinity, which is above every finite value, so one unsigned max
- * finds a NaN too), then x / scale by vscalefps, exact unless the quotient is below float's
- * normal range (and then below half's: it rounds to 0 either way), and rounded to halves by
- * vcvtps2ph, to nearest even. Both roundings are written into the instructions, so the MXCSR
- * rounding mode cannot change them. */
-static size_t halve_x(const float *x, size_t n, void *out)
-{
-    tm__f16x *hx = out;
-    if (!out)
-        return sizeof *hx + n * sizeof hx->h[0];
-    __m512i mag = _mm512_setzero_si512();
-    for (size_t i = 0; i < n; i += 16) {
-        const __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
-        mag = _mm512_max_epu32(mag, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x + i),
-                                                     _mm512_set1_epi32(0x7fffffff)));
-    }
-    const uint32_t top = (uint32_t)_mm512_reduce_max_epu32(mag);
-    int e = 1; /* scale 1 for a zero, infinite or NaN max */
-    if (top != 0 && top < 0x7f800000u) {
-        float amax;
-        memcpy(&amax, &top, sizeof amax);
-        (void)frexpf(amax, &e); /* amax = m 2^e, m in [0.5, 1): scale 2^(e - 1) */
-    }
-    hx->scale = ldexpf(1.0f, e - 1);
-    const __m512 down = _mm512_set1_ps((float)(1 - e));
-    for (size_t i = 0; i < n; i += 16) {
-        const __mmask16 k = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
-        const __m512 q = _mm512_scalef_round_ps(_mm512_maskz_loadu_ps(k, x + i), down,
-                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm256_mask_storeu_epi16(hx->h + i, k,
-                                 _mm512_cvtps_ph(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
-    return sizeof *hx + n * sizeof hx->h[0];
-}
-
 /* the rows of a call one at a time */
 TM__MM_Q8_BY_ROW(mm_f16_q8_avx512fp16, row_f16_q8_avx512fp16)
 
 const tm__kernels tm__kernels_matvec_avx512fp16 = {
-    .x_q8 = { [TM_TYPE_F16] = halve_x },
+    .x_q8 = { [TM_TYPE_F16] = x_f16 }, /* halves_x.h */
     .mv_q8 = { [TM_TYPE_F16] = mv_f16_q8_avx512fp16 },
     .mm_q8 = { [TM_TYPE_F16] = mm_f16_q8_avx512fp16 },
 };
