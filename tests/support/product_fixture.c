@@ -90,15 +90,12 @@ static double bf16_nearest(float v)
 {
     uint32_t b;
     memcpy(&b, &v, sizeof b);
-    const uint32_t low = b & 0xffffu, top = b & 0xffff0000u;
-    uint64_t r = top;
-    if (low > 0x8000u || (low == 0x8000u && (top & 0x10000u)))
-        r += 0x10000u;
-    if (r > 0xffffffffu)
-        return (double)v; /* not reached for finite v of the tests */
-    const uint32_t rb = (uint32_t)r;
+    const uint32_t low = b & 0xffffu;
+    b &= 0xffff0000u; /* finite: rounding up at most reaches the infinity, never wraps */
+    if (low > 0x8000u || (low == 0x8000u && (b & 0x10000u)))
+        b += 0x10000u;
     float f;
-    memcpy(&f, &rb, sizeof f);
+    memcpy(&f, &b, sizeof f);
     return (double)f;
 }
 

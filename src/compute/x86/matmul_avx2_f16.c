@@ -49,7 +49,9 @@ HALVES_COLUMNS(widen_fn, f32x8)
  * eight weights widened once for all the columns (2 bytes a weight). Two chains at a time give
  * eight independent multiply-adds per step, enough to cover their latency, and with the widened
  * weights still fit the sixteen registers; the loops over k and the columns are unrolled so that
- * the accumulators and the column pointers stay in registers. */
+ * the accumulators and the column pointers stay in registers. W is prefetched as the 1-column
+ * F32 kernel prefetches it: the 1-column Q8 kernel streams it from DRAM (a batched call finds
+ * it in L2, where a hint costs an instruction a step). */
 INLINE void chains(widen_fn *widen, const uint8_t *w, const columns_x *xs, size_t from, size_t to,
                    size_t step, int n_chains, __m256 acc[][COLS])
 {
@@ -109,9 +111,9 @@ INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t 
 {
     const uint8_t *p = w;
     const bool widen_once = xs->size == 2 && n_rows > 1;
-    alignas(32) float seg[COLS][PLAIN_SEGMENT + 24];
+    alignas(32) float seg[COLS][PLAIN_SEGMENT + 24]; /* a segment: at most 128 + three eights */
     columns_x wide = { .widen = f32x8, .size = 4, .cols = xs->cols };
-    for (unsigned c = 0; c < xs->cols; c++)
+    for (unsigned c = 0; widen_once && c < xs->cols; c++)
         wide.x[c] = (const uint8_t *)seg[c];
     dacc a[TM__MM_ROWS][COLS];
     for (size_t r = 0; r < n_rows; r++)

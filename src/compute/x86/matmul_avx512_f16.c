@@ -75,7 +75,7 @@ INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, size_t row_by
     const bool widen_once = xs->size == 2 && n_rows > 1;
     alignas(64) float seg[COLS][PLAIN_SEGMENT];
     columns_x wide = { .widen = f32x16, .size = 4, .cols = xs->cols };
-    for (unsigned c = 0; c < xs->cols; c++)
+    for (unsigned c = 0; widen_once && c < xs->cols; c++)
         wide.x[c] = (const uint8_t *)seg[c];
     dacc a[TM__MM_ROWS][COLS];
     for (size_t r = 0; r < n_rows; r++)
