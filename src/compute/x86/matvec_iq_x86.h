@@ -32,8 +32,10 @@
  * delta +-1/8, i.e. d (2k + 1) (8g +- 1) / 8), exact in float as the decoders form them: so
  * the block is d f dx times an exact integer sum over its groups of (2k + 1) (codes . x), one
  * rounding in double. Each group of 32 is four 8-byte grid entries (iq3: eight 4-byte ones)
- * gathered into one register by their indices, formed in a vector (iq2_xxs, whose indices are
- * plain bytes: loaded and blended, faster there than its gather); the signs (iq2, iq3) go onto
+ * put into one register by scalar index arithmetic, broadcasts from memory and blends: against
+ * one vpgather per group (and one for iq2_xxs/iq3_xxs's four sign rows) this took the AVX2 kernels
+ * from 0.67-0.89 of ggml's speed to 0.93-1.13 on an AMD EPYC (Zen 4), whose gathers are slow,
+ * W from DRAM (BENCHMARKS.md); the signs (iq2, iq3) go onto
  * x's codes as +-1 bytes (vpsignb), the magnitudes stay unsigned for maddubs (pairs at most
  * 2 * 62 * 127), and the group's scales come from a vector of the block's eight (or sixteen)
  * 2k + 1 formed once per block: S holds in word g of its low lane the scale of elements 0..15 of
@@ -41,12 +43,6 @@
 
 /* the four bytes at p in every 32-bit lane (a broadcast from memory, no port-5 shuffle) */
 static __m256i bcast32(const uint8_t *p) { return _mm256_set1_epi32((int)tm__rd32(p)); }
-
-/* the four 8-byte entries t[idx[l]] as one register */
-static __m256i gather4(const uint64_t *t, __m128i idx)
-{
-    return _mm256_i32gather_epi64((const long long *)(const void *)t, idx, 8);
-}
 
 /* the four 8-byte entries t[i0..i3] as one register: a load and three broadcasts from memory,
  * blended (no port-5 inserts) */
@@ -56,6 +52,21 @@ static __m256i entries4(const uint64_t *t, unsigned i0, unsigned i1, unsigned i2
     v = _mm256_blend_epi32(v, _mm256_set1_epi64x((long long)t[i1]), 0x0c);
     v = _mm256_blend_epi32(v, _mm256_set1_epi64x((long long)t[i2]), 0x30);
     return _mm256_blend_epi32(v, _mm256_set1_epi64x((long long)t[i3]), 0xc0);
+}
+
+/* the eight 4-byte entries t[q[j] | (bit j of h) << 8] (j = 0..7) as one register, the same way */
+static __m256i entries8(const uint32_t *t, const uint8_t *q, unsigned h)
+{
+#define ENTRY(j) ((int)t[q[j] | (h << (8 - (j)) & 256)])
+    __m256i v = _mm256_castsi128_si256(_mm_cvtsi32_si128(ENTRY(0)));
+    v = _mm256_blend_epi32(v, _mm256_set1_epi32(ENTRY(1)), 0x02);
+    v = _mm256_blend_epi32(v, _mm256_set1_epi32(ENTRY(2)), 0x04);
+    v = _mm256_blend_epi32(v, _mm256_set1_epi32(ENTRY(3)), 0x08);
+    v = _mm256_blend_epi32(v, _mm256_set1_epi32(ENTRY(4)), 0x10);
+    v = _mm256_blend_epi32(v, _mm256_set1_epi32(ENTRY(5)), 0x20);
+    v = _mm256_blend_epi32(v, _mm256_set1_epi32(ENTRY(6)), 0x40);
+    return _mm256_blend_epi32(v, _mm256_set1_epi32(ENTRY(7)), 0x80);
+#undef ENTRY
 }
 
 /* group g's scales from the block's S: word g of each lane in every word of that lane */
@@ -117,14 +128,6 @@ static const uint64_t ksign_pm[128] = { KSIGN_64(0), KSIGN_64(64) };
 #undef KSIGN_4
 #undef KSIGN_PM
 #undef KSIGN
-
-/* the signs of a group from the four 7-bit indices in bits 0..27 of the u32 at p */
-static __m256i ksigns(const uint8_t *p)
-{
-    const __m128i a = _mm_set1_epi32((int)tm__rd32(p));
-    return gather4(ksign_pm, _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 7, 14, 21)),
-                                           _mm_set1_epi32(127)));
-}
 
 /* y = sum over blocks of dx d f isum, d the half whose bits are h_of(b), isum the block's exact
  * integer sum (of the int32 lanes block(b, x)): four blocks at a time, their four sums in one
@@ -202,8 +205,9 @@ INLINE __m256i iq2_xs_block(const uint8_t *b, const tm__q8_Kx *x)
     __m256i isum = _mm256_setzero_si256();
 #pragma GCC unroll 8
     for (unsigned g = 0; g < 8; g++) {
-        const __m128i v = _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(b + 2 + 8 * g)));
-        const __m256i mag = gather4(tm__iq2xs_grid, _mm_and_si128(v, _mm_set1_epi32(511)));
+        const uint8_t *q = b + 2 + 8 * g;
+        const __m256i mag = entries4(tm__iq2xs_grid, tm__rd16(q) & 511, tm__rd16(q + 2) & 511,
+                                     tm__rd16(q + 4) & 511, tm__rd16(q + 6) & 511);
         const char o = (char)(4 * (g % 2 + 2 * (g / 4)));
         const __m256i rep = _mm256_setr_epi8(o, o, o, o, o, o, o, o, o + 1, o + 1, o + 1, o + 1, o + 1, o + 1, o + 1, o + 1,
                                              o + 2, o + 2, o + 2, o + 2, o + 2, o + 2, o + 2, o + 2, o + 3, o + 3, o + 3, o + 3, o + 3, o + 3, o + 3, o + 3);
@@ -230,19 +234,6 @@ static void grid_indices(uint16_t idx[32], const uint8_t *qs, __m256i qh, __m256
     }
 }
 
-/* four of those indices as int32 */
-static __m128i idx4(const uint16_t *idx)
-{
-    return _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)(const void *)idx));
-}
-
-/* a shuffle of a 16-byte qh putting bytes i, j into bytes 1, 2 of every dword (the rest 0) */
-static __m128i to_bits8(int i, int j)
-{
-    return _mm_setr_epi8(-1, (char)i, (char)j, -1, -1, (char)i, (char)j, -1, -1, (char)i, (char)j, -1,
-                         -1, (char)i, (char)j, -1);
-}
-
 /* iq2_s: qs[4g + l] | (qh[g] >> 2l & 3) << 8, signs as bits at 34 + 4g */
 INLINE __m256i iq2_s_block(const uint8_t *b, const tm__q8_Kx *x)
 {
@@ -258,7 +249,7 @@ INLINE __m256i iq2_s_block(const uint8_t *b, const tm__q8_Kx *x)
     __m256i isum = _mm256_setzero_si256();
 #pragma GCC unroll 8
     for (unsigned g = 0; g < 8; g++)
-        isum = _mm256_add_epi32(isum, grid_group(gather4(tm__iq2s_grid, idx4(idx + 4 * g)),
+        isum = _mm256_add_epi32(isum, grid_group(entries4(tm__iq2s_grid, idx[4 * g], idx[4 * g + 1], idx[4 * g + 2], idx[4 * g + 3]),
                                                  bit_signs(bcast32(b + 34 + 4 * g)), x->qs + 32 * g,
                                                  group_scales(s, g)));
     return isum;
@@ -271,30 +262,26 @@ INLINE __m256i iq3_xxs_block(const uint8_t *b, const tm__q8_Kx *x)
     __m256i isum = _mm256_setzero_si256();
 #pragma GCC unroll 8
     for (unsigned g = 0; g < 8; g++) {
-        const __m256i mag = _mm256_i32gather_epi32((const int *)(const void *)tm__iq3xxs_grid, zx8(b + 2 + 8 * g), 4);
-        isum = _mm256_add_epi32(isum, grid_group(mag, ksigns(b + 66 + 4 * g), x->qs + 32 * g, group_scales(s, g)));
+        const uint32_t a4 = tm__rd32(b + 66 + 4 * g);
+        isum = _mm256_add_epi32(isum, grid_group(entries8(tm__iq3xxs_grid, b + 2 + 8 * g, 0),
+                                                 entries4(ksign_pm, a4 & 127, a4 >> 7 & 127, a4 >> 14 & 127, a4 >> 21 & 127),
+                                                 x->qs + 32 * g, group_scales(s, g)));
     }
     return isum;
 }
 
-/* iq3_s: the eight indices qs[j] | bit j of qh << 8, one gather (faster than eight loads) */
+/* iq3_s: the eight indices of group g qs[8g + j] | bit j of qh[g] << 8 */
 INLINE __m256i iq3_s_block(const uint8_t *b, const tm__q8_Kx *x)
 {
-    const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(b + 66)));
     const __m128i q = _mm_cvtsi32_si128((int)tm__rd32(b + 106)), m4 = _mm_set1_epi8(15);
     const __m256i s = odd_uniform(_mm_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_and_si128(q, m4),
                                                                        _mm_and_si128(_mm_srli_epi16(q, 4), m4))));
     __m256i isum = _mm256_setzero_si256();
 #pragma GCC unroll 8
-    for (unsigned g = 0; g < 8; g++) {
-        const __m128i c = to_bits8((int)g, -1);
-        const __m256i hv = _mm256_shuffle_epi8(qh, _mm256_set_m128i(c, c));
-        const __m256i idx = _mm256_or_si256(zx8(b + 2 + 8 * g),
-            _mm256_and_si256(_mm256_srlv_epi32(hv, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), _mm256_set1_epi32(0x100)));
-        const __m256i mag = _mm256_i32gather_epi32((const int *)(const void *)tm__iq3s_grid, idx, 4);
-        isum = _mm256_add_epi32(isum, grid_group(mag, bit_signs(bcast32(b + 74 + 4 * g)), x->qs + 32 * g,
+    for (unsigned g = 0; g < 8; g++)
+        isum = _mm256_add_epi32(isum, grid_group(entries8(tm__iq3s_grid, b + 2 + 8 * g, b[66 + g]),
+                                                 bit_signs(bcast32(b + 74 + 4 * g)), x->qs + 32 * g,
                                                  group_scales(s, g)));
-    }
     return isum;
 }
 
@@ -338,7 +325,7 @@ INLINE __m256i iq1_s_block(const uint8_t *b, const tm__q8_Kx *x)
                  0xe00, 1);
 #pragma GCC unroll 8
     for (unsigned g = 0; g < 8; g++) {
-        const __m256i u = _mm256_add_epi8(gather4(tm__iq1s_grid, idx4(idx + 4 * g)), _mm256_set1_epi8(1));
+        const __m256i u = _mm256_add_epi8(entries4(tm__iq1s_grid, idx[4 * g], idx[4 * g + 1], idx[4 * g + 2], idx[4 * g + 3]), _mm256_set1_epi8(1));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mul_u(u, ld256(x->qs + 32 * g)), group_scales(s8, g)));
     }
     return isum;
@@ -393,7 +380,7 @@ INLINE __m256i iq1_m_block(const uint8_t *b, const tm__q8_Kx *x)
                                            2, 10, 18, 0, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 #pragma GCC unroll 8
     for (unsigned g = 0; g < 8; g++) {
-        const __m256i mag = gather4(tm__iq1s_grid, idx4(idx + 4 * g));
+        const __m256i mag = entries4(tm__iq1s_grid, idx[4 * g], idx[4 * g + 1], idx[4 * g + 2], idx[4 * g + 3]);
         const __m256i dsel = ld256(iq1m_dsel[_pext_u32(tm__rd16(b + 32 + 2 * g), 0x8888)]);
         const __m256i c = _mm256_shuffle_epi8(table, _mm256_add_epi8(mag, dsel));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(mul_u(c, ld256(x->qs + 32 * g)), group_scales(s, g)));
