@@ -123,7 +123,7 @@ typedef float offset_fn(const uint8_t *b);
  * in int32 lanes, into the double lanes times scale * dx, the two 16-element halves apart when
  * per16 (nvfp4's scale per 16), the offset times x's sum when there is one. Inlined into each
  * type's kernel, so its codes, scale and offset are inlined too. */
-static inline __attribute__((always_inline)) float
+TM__INLINE float
 dot_x32(const uint8_t *b, const tm__q8_0x *x, size_t n_blocks, size_t bb, unsigned parts,
         bool per16, codes_fn *codes, scale_fn *scale, offset_fn *offset)
 {
@@ -252,7 +252,7 @@ typedef ksums kblock_fn(const uint8_t *b, const tm__q8_Kx *x);
 
 /* Per block: dx (d isum - dmin msum) in double, d the half at d_at, dmin the one at dmin_at
  * (none when negative). Inlined into each type's kernel, as dot_x32. */
-static inline __attribute__((always_inline)) float
+TM__INLINE float
 dot_xk(const uint8_t *b, const tm__q8_Kx *x, size_t n_blocks, size_t bb, kblock_fn *sums,
        int d_at, int dmin_at)
 {
@@ -313,7 +313,7 @@ static ksums q6_K_sums(const uint8_t *b, const tm__q8_Kx *x)
  * qs + 32h + 16 shifted right by 2s: runs 8h + 2s and 8h + 2s + 1, against x's elements
  * 128h + 32s ... With hm (q3_K's hmask[32]), a clear bit 4h + s of the row's mask byte takes 4.
  * Returns the sum over runs of sc[r] (codes . x). Inlined, so that q2_K's copy has no mask. */
-static inline __attribute__((always_inline)) int32_t
+TM__INLINE int32_t
 runs_dot(const uint8_t *qs, const uint8_t *hm, const int8_t *xqs, const int8_t sc[16])
 {
     const uint8x16_t m3 = vdupq_n_u8(3);

@@ -15,8 +15,6 @@
 #include <immintrin.h>
 #include <string.h>
 
-/* The table helpers take a pair of registers: forced inline, or gcc passes them in memory. */
-#define INLINE static inline __attribute__((always_inline))
 
 static float half(const uint8_t *p)
 {
@@ -32,7 +30,7 @@ typedef struct table16 {
     __m256 lo, hi;
 } table16;
 
-INLINE table16 values16(const int8_t kv[16])
+TM__INLINE table16 values16(const int8_t kv[16])
 {
     const uint8_t *p = (const uint8_t *)kv;
     return (table16){ _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(ld64(p))),
@@ -40,11 +38,11 @@ INLINE table16 values16(const int8_t kv[16])
 }
 
 /* table * s and s * table: the scalar kernels' operand orders. */
-INLINE table16 times(table16 t, __m256 s) { return (table16){ _mm256_mul_ps(t.lo, s), _mm256_mul_ps(t.hi, s) }; }
-INLINE table16 scaled(__m256 s, table16 t) { return (table16){ _mm256_mul_ps(s, t.lo), _mm256_mul_ps(s, t.hi) }; }
+TM__INLINE table16 times(table16 t, __m256 s) { return (table16){ _mm256_mul_ps(t.lo, s), _mm256_mul_ps(t.hi, s) }; }
+TM__INLINE table16 scaled(__m256 s, table16 t) { return (table16){ _mm256_mul_ps(s, t.lo), _mm256_mul_ps(s, t.hi) }; }
 
 /* Entry (bits 0..3 of each lane of idx) of a 16-entry table. */
-INLINE __m256 lookup16(__m256i idx, table16 t)
+TM__INLINE __m256 lookup16(__m256i idx, table16 t)
 {
     const __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));
     return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t.lo, idx), _mm256_permutevar8x32_ps(t.hi, idx), sel);
@@ -52,7 +50,7 @@ INLINE __m256 lookup16(__m256i idx, table16 t)
 
 /* 8 + 8 elements from 8 bytes of nibbles: dst[j] the low nibble of byte j, dst[far + j] the
  * high one. */
-INLINE void nibbles8(float *dst, size_t far, const uint8_t *q, table16 t)
+TM__INLINE void nibbles8(float *dst, size_t far, const uint8_t *q, table16 t)
 {
     const __m256i x = _mm256_cvtepu8_epi32(ld64(q));
     _mm256_storeu_ps(dst, lookup16(x, t));
@@ -60,7 +58,7 @@ INLINE void nibbles8(float *dst, size_t far, const uint8_t *q, table16 t)
 }
 
 /* 32 elements from 16 bytes (q4_0's order: low nibbles 0..15, high nibbles 16..31). */
-INLINE void nibbles32(float *dst, const uint8_t *qs, table16 t)
+TM__INLINE void nibbles32(float *dst, const uint8_t *qs, table16 t)
 {
     nibbles8(dst, 16, qs, t);
     nibbles8(dst + 8, 16, qs + 8, t);

@@ -36,7 +36,6 @@
 #include <string.h>
 
 #define COLS TM__MM_COLS
-#define INLINE static inline __attribute__((always_inline))
 
 /* eight weights (or x values) at p widened to floats (avx2_common.h: f16x8, bf16x8; f32x8 here) */
 typedef __m256 widen_fn(const uint8_t *p);
@@ -52,7 +51,7 @@ HALVES_COLUMNS(widen_fn, f32x8)
  * the accumulators and the column pointers stay in registers. W is prefetched as the 1-column
  * F32 kernel prefetches it: the 1-column Q8 kernel streams it from DRAM (a batched call finds
  * it in L2, where a hint costs an instruction a step). */
-INLINE void chains(widen_fn *widen, const uint8_t *w, const columns_x *xs, size_t from, size_t to,
+TM__INLINE void chains(widen_fn *widen, const uint8_t *w, const columns_x *xs, size_t from, size_t to,
                    size_t step, int n_chains, __m256 acc[][COLS])
 {
     __m256 s[2][COLS];
@@ -82,7 +81,7 @@ INLINE void chains(widen_fn *widen, const uint8_t *w, const columns_x *xs, size_
 /* Elements [i, next) of every row into a[r]: the 1-column kernel's segment (next is end, or
  * end and the whole eights left after it). Inlined with xs a local of known widening and
  * columns, so that the loops unroll and the widening is no call. */
-INLINE void segment_rows(widen_fn *widen, const uint8_t *p, size_t row_bytes, size_t n_rows,
+TM__INLINE void segment_rows(widen_fn *widen, const uint8_t *p, size_t row_bytes, size_t n_rows,
                          const columns_x *xs, size_t i, size_t end, size_t next,
                          dacc a[][COLS])
 {
@@ -106,7 +105,7 @@ INLINE void segment_rows(widen_fn *widen, const uint8_t *p, size_t row_bytes, si
  * Several rows against x in 16 bits widen the columns' segment to float once, into seg, for all
  * of them (widening is exact: the same products, the same bits), where one row widens each x
  * vector as it goes: against four columns, widening per row cost a conversion per multiply-add. */
-INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t n_rows,
+TM__INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t n_rows,
                        const columns_x *xs, size_t n, float *y)
 {
     const uint8_t *p = w;

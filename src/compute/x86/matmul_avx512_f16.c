@@ -30,7 +30,6 @@
 #include <stdbool.h>
 
 #define COLS TM__MM_COLS
-#define INLINE static inline __attribute__((always_inline))
 #define ALL 0xffffu
 
 /* sixteen weights (or x values) at p as floats, the lanes outside k zero (avx512_common.h:
@@ -43,7 +42,7 @@ HALVES_COLUMNS(widen_fn, f32x16)
  * segment: four chains per column, (a0 + a1) + (a2 + a3) into double. size: bytes per weight.
  * The loops over the chains and the columns are unrolled so that the accumulators and the column
  * pointers stay in registers. */
-INLINE void segment(widen_fn *widen, size_t size, const uint8_t *p, const columns_x *xs,
+TM__INLINE void segment(widen_fn *widen, size_t size, const uint8_t *p, const columns_x *xs,
                     size_t i, size_t end, dacc a[COLS])
 {
     __m512 s[4][COLS];
@@ -68,7 +67,7 @@ INLINE void segment(widen_fn *widen, size_t size, const uint8_t *p, const column
  * them), each row's segments in the 1-column kernel's order; then each row's tail and sum.
  * Several rows against x in 16 bits widen the columns' segment to float once, into seg, for all
  * of them (exact: the same products, the same bits; matmul_avx2_f16.c's dot_halves). */
-INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, size_t row_bytes,
+TM__INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, size_t row_bytes,
                       size_t n_rows, const columns_x *xs, size_t n, float *y)
 {
     const uint8_t *p = w;
@@ -129,7 +128,7 @@ FLOAT_X(mm_bf16_avx512, bf16x16, 2)
 #undef FLOAT_X
 
 /* the loop for 16-bit weights (HALVES_KERNELS' dot) */
-INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t n_rows,
+TM__INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t n_rows,
                        const columns_x *xs, size_t n, float *y)
 {
     dot_plain(widen, 2, w, row_bytes, n_rows, xs, n, y);

@@ -139,7 +139,7 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
 
 /* d sum(q x) into lane j % 4: q8_0, q4_0, q5_0, iq4_nl, mxfp4 (their d q exact) */
 #define DOT_32(name, block, codes, scale)                                                     \
-    static inline __attribute__((always_inline)) void name##_block(                          \
+    TM__INLINE void name##_block(                          \
         const uint8_t *b, const float *x, lanes4 *l, size_t j)                               \
     {                                                                                         \
         __m256i c[4];                                                                         \
@@ -152,7 +152,7 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
 /* q4_1, q5_1: each weight d q + m formed by one multiply-add (d q is exact: ggml's rounding),
  * then one multiply-add by x, element 8k.. into lane k: eight per lane, flushed (two): ten */
 #define DOT_32_MIN(name, block, codes)                                                        \
-    static inline __attribute__((always_inline)) void name##_block(                          \
+    TM__INLINE void name##_block(                          \
         const uint8_t *b, const float *x, lanes4 *l, size_t j)                               \
     {                                                                                         \
         (void)j;                                                                              \
@@ -242,7 +242,7 @@ static __m256 lane_of(const __m256 *v, int g)
  * against the scaled codes, which the bound in terms of |w x| does not allow. Bytes 8k..8k+7 of
  * pair j's 32 code bytes hold elements 8k.. of group 2j (low nibbles) and of group 2j + 1 (high
  * ones); q5_K's fifth bit of each is bit 2j, resp. 2j + 1, of qh[8k..8k+7] (blocks.h). */
-static inline __attribute__((always_inline)) float
+TM__INLINE float
 dot_k4_avx2(const uint8_t *b, const float *x, size_t n_blocks, size_t block_bytes, bool five)
 {
     const __m256i m4 = _mm256_set1_epi32(15), bit4 = _mm256_set1_epi32(16);

@@ -26,7 +26,6 @@
 #include <math.h>
 #include <string.h>
 
-#define INLINE static inline __attribute__((always_inline))
 #define STEP 128u
 #define CHAIN 4u
 #define FLUSH (STEP * CHAIN)
@@ -39,7 +38,7 @@ static inline __m512h halves_masked(const uint16_t *p, __mmask32 k)
 }
 
 /* The four half accumulators of a column, (a0 + a1) + (a2 + a3), widened and added into f */
-INLINE __m512 widen_add(__m512h a0, __m512h a1, __m512h a2, __m512h a3, __m512 f)
+TM__INLINE __m512 widen_add(__m512h a0, __m512h a1, __m512h a2, __m512h a3, __m512 f)
 {
     const __m512h sum = _mm512_add_ph(_mm512_add_ph(a0, a1), _mm512_add_ph(a2, a3));
     const __m512i s = _mm512_castph_si512(sum);
@@ -51,7 +50,7 @@ INLINE __m512 widen_add(__m512h a0, __m512h a1, __m512h a2, __m512h a3, __m512 f
 /* Elements [i, end) of the row (end - i <= FLUSH), for the columns, a STEP at a time (the last
  * one's vectors masked to the row), vector q of each step into accumulator q: so no lane takes
  * more than CHAIN multiply-adds; then into f. */
-INLINE void chains(const uint16_t *w, const uint16_t *const *h, unsigned cols, size_t i, size_t end,
+TM__INLINE void chains(const uint16_t *w, const uint16_t *const *h, unsigned cols, size_t i, size_t end,
                    __m512 *f)
 {
     __m512h a[4][TM__MM_COLS];
@@ -90,7 +89,7 @@ static inline double to_double(__m512 f)
 }
 
 /* Row w (n halves) against the columns' halves h[c], the sums in double (before the scale) */
-INLINE void dot_half(const uint16_t *w, const uint16_t *const *h, unsigned cols, size_t n,
+TM__INLINE void dot_half(const uint16_t *w, const uint16_t *const *h, unsigned cols, size_t n,
                      double *out)
 {
     _Pragma("GCC unroll 4") for (unsigned c = 0; c < cols; c++)
@@ -125,7 +124,7 @@ static double dot_float(const uint16_t *w, const uint16_t *h, size_t n)
 }
 
 /* Row w against the columns' x (tm__f16x), y[c] */
-INLINE void rows_f16(const void *w, const void *const *xq, unsigned cols, size_t n, float *y)
+TM__INLINE void rows_f16(const void *w, const void *const *xq, unsigned cols, size_t n, float *y)
 {
     const uint16_t *h[TM__MM_COLS];
     double sum[TM__MM_COLS];

@@ -22,9 +22,6 @@
 #define IQ_CAT(a, b) IQ_CAT_(a, b)
 /* the kernel of type on this file's path: dot_iq2_xs_q8_avx2 */
 #define IQ_KERNEL(type) IQ_CAT(dot_##type##_q8_, IQ_ISA)
-/* a block's function, inlined into its kernel's five calls (four a quad and the tail): called,
- * the blocks were 2-20 % slower */
-#define INLINE static inline __attribute__((always_inline))
 
 /* ---- the grid i-quants: grid lookup and signs in registers (ggml's scheme) ---------------- */
 
@@ -167,7 +164,7 @@ static __m256d quad_add(__m256d acc, const __m256i s[4], __m128 dx, __m128i dh, 
     }
 
 /* iq2_xxs: group g at 2 + 8g, four grid bytes and a u32 of four sign indices and the scale */
-INLINE __m256i iq2_xxs_block(const uint8_t *b, const tm__q8_Kx *x)
+TM__INLINE __m256i iq2_xxs_block(const uint8_t *b, const tm__q8_Kx *x)
 {
     const __m256i a = _mm256_i32gather_epi32((const int *)(const void *)(b + 6),
                                              _mm256_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56), 1);
@@ -195,7 +192,7 @@ static __m256i iq2_xs_sign_bytes(__m256i q)
     return _mm256_or_si256(s7, _mm256_shuffle_epi8(parity, _mm256_xor_si256(s7, _mm256_srli_epi16(q, 13))));
 }
 
-INLINE __m256i iq2_xs_block(const uint8_t *b, const tm__q8_Kx *x)
+TM__INLINE __m256i iq2_xs_block(const uint8_t *b, const tm__q8_Kx *x)
 {
     /* the 32 sign bytes: lane 0 groups 0, 1, 4, 5, lane 1 groups 2, 3, 6, 7 (packus) */
     const __m256i p = _mm256_packus_epi16(iq2_xs_sign_bytes(ld256(b + 2)), iq2_xs_sign_bytes(ld256(b + 34)));
@@ -235,7 +232,7 @@ static void grid_indices(uint16_t idx[32], const uint8_t *qs, __m256i qh, __m256
 }
 
 /* iq2_s: qs[4g + l] | (qh[g] >> 2l & 3) << 8, signs as bits at 34 + 4g */
-INLINE __m256i iq2_s_block(const uint8_t *b, const tm__q8_Kx *x)
+TM__INLINE __m256i iq2_s_block(const uint8_t *b, const tm__q8_Kx *x)
 {
     alignas(32) uint16_t idx[32];
     grid_indices(idx, b + 2, _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)(b + 66))),
@@ -256,7 +253,7 @@ INLINE __m256i iq2_s_block(const uint8_t *b, const tm__q8_Kx *x)
 }
 
 /* iq3_xxs: eight grid bytes a group at 2 + 8g, the group words (signs, scale) at 66 */
-INLINE __m256i iq3_xxs_block(const uint8_t *b, const tm__q8_Kx *x)
+TM__INLINE __m256i iq3_xxs_block(const uint8_t *b, const tm__q8_Kx *x)
 {
     const __m256i s = odd_top_nibbles(ld256(b + 66));
     __m256i isum = _mm256_setzero_si256();
@@ -271,7 +268,7 @@ INLINE __m256i iq3_xxs_block(const uint8_t *b, const tm__q8_Kx *x)
 }
 
 /* iq3_s: the eight indices of group g qs[8g + j] | bit j of qh[g] << 8 */
-INLINE __m256i iq3_s_block(const uint8_t *b, const tm__q8_Kx *x)
+TM__INLINE __m256i iq3_s_block(const uint8_t *b, const tm__q8_Kx *x)
 {
     const __m128i q = _mm_cvtsi32_si128((int)tm__rd32(b + 106)), m4 = _mm_set1_epi8(15);
     const __m256i s = odd_uniform(_mm_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_and_si128(q, m4),
@@ -306,7 +303,7 @@ static __m256i bsums_by_half(const tm__q8_Kx *x)
 
 /* iq1_s: qs[4g + l] | (qh[g] >> 3l & 7) << 8, qh[g] the u16 at 34 + 2g (bits 12..14 the scale,
  * 15 the delta's sign) */
-INLINE __m256i iq1_s_block(const uint8_t *b, const tm__q8_Kx *x)
+TM__INLINE __m256i iq1_s_block(const uint8_t *b, const tm__q8_Kx *x)
 {
     const __m128i qh = ld128(b + 34);
     const __m128i k = _mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7));
@@ -354,7 +351,7 @@ static const uint64_t iq1m_dsel[16][4] = {
 #undef DSEL_ROW
 #undef DSEL
 
-INLINE __m256i iq1_m_block(const uint8_t *b, const tm__q8_Kx *x)
+TM__INLINE __m256i iq1_m_block(const uint8_t *b, const tm__q8_Kx *x)
 {
     /* S: word g/2 of the scales in word g of both lanes, shifted by 6 (g % 2) (low lane) and
      * that + 3 (high lane) with a multiply and a shift, masked to 3 bits */
@@ -404,7 +401,7 @@ static __m256i ternary_sum(const __m256i c[8], const tm__q8_Kx *x)
 }
 
 /* tq2_0: element 128k + 32l + m is bits 2l.. of qs[32k + m] */
-INLINE __m256i tq2_0_block(const uint8_t *b, const tm__q8_Kx *x)
+TM__INLINE __m256i tq2_0_block(const uint8_t *b, const tm__q8_Kx *x)
 {
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256i c[8];
@@ -461,7 +458,7 @@ static void powers5(__m256i q, __m256i pb[5])
 
 /* tq1_0: trit t of qs[0..31] is element 32t + m, of qs[32..47] element 160 + 16t + m, of
  * qh[0..3] (bytes 48..51) element 240 + 4t + m */
-INLINE __m256i tq1_0_block(const uint8_t *b, const tm__q8_Kx *x)
+TM__INLINE __m256i tq1_0_block(const uint8_t *b, const tm__q8_Kx *x)
 {
     const __m256i p01 = _mm256_set_m128i(_mm_set1_epi16(3), _mm_set1_epi16(1));
     const __m256i p23 = _mm256_set_m128i(_mm_set1_epi16(27), _mm_set1_epi16(9));
