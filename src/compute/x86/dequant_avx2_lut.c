@@ -15,7 +15,6 @@
 #include <immintrin.h>
 #include <string.h>
 
-
 static float half(const uint8_t *p)
 {
     uint16_t h;

@@ -41,7 +41,7 @@ static inline uint32_t max_magnitude(const float *x, size_t n)
 typedef __m128i round8_fn(__m256 v, __m256 f1, __m256 f2);
 
 TM__INLINE void round_x(round8_fn *round8, const float *x, size_t n, uint16_t *out, __m256 f1,
-                    __m256 f2)
+                        __m256 f2)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -126,7 +126,7 @@ static inline size_t x_bf16(const float *x, size_t n, void *out)
         unsigned cols;                                                                        \
         double scale[TM__MM_COLS];                                                            \
     } columns_x;                                                                              \
-    TM__INLINE columns_x                                    \
+    TM__INLINE columns_x                                                                      \
     float_columns(const float *const x[TM__MM_COLS])                                          \
     {                                                                                         \
         columns_x xs = { .widen = load_floats, .size = 4, .cols = TM__MM_COLS };              \
@@ -134,7 +134,7 @@ static inline size_t x_bf16(const float *x, size_t n, void *out)
             xs.x[c] = (const uint8_t *)x[c], xs.scale[c] = 1.0;                               \
         return xs;                                                                            \
     }                                                                                         \
-    TM__INLINE columns_x                                    \
+    TM__INLINE columns_x                                                                      \
     half_columns(const void *const xq[], unsigned cols, widen_type *widen)                    \
     {                                                                                         \
         columns_x xs = { .widen = widen, .size = 2, .cols = cols };                           \

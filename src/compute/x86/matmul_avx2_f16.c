@@ -52,7 +52,7 @@ HALVES_COLUMNS(widen_fn, f32x8)
  * F32 kernel prefetches it: the 1-column Q8 kernel streams it from DRAM (a batched call finds
  * it in L2, where a hint costs an instruction a step). */
 TM__INLINE void chains(widen_fn *widen, const uint8_t *w, const columns_x *xs, size_t from, size_t to,
-                   size_t step, int n_chains, __m256 acc[][COLS])
+                       size_t step, int n_chains, __m256 acc[][COLS])
 {
     __m256 s[2][COLS];
     const uint8_t *xc[COLS];
@@ -82,8 +82,8 @@ TM__INLINE void chains(widen_fn *widen, const uint8_t *w, const columns_x *xs, s
  * end and the whole eights left after it). Inlined with xs a local of known widening and
  * columns, so that the loops unroll and the widening is no call. */
 TM__INLINE void segment_rows(widen_fn *widen, const uint8_t *p, size_t row_bytes, size_t n_rows,
-                         const columns_x *xs, size_t i, size_t end, size_t next,
-                         dacc a[][COLS])
+                             const columns_x *xs, size_t i, size_t end, size_t next,
+                             dacc a[][COLS])
 {
     for (size_t r = 0; r < n_rows; r++) {
         const uint8_t *row = p + r * row_bytes;
@@ -106,7 +106,7 @@ TM__INLINE void segment_rows(widen_fn *widen, const uint8_t *p, size_t row_bytes
  * of them (widening is exact: the same products, the same bits), where one row widens each x
  * vector as it goes: against four columns, widening per row cost a conversion per multiply-add. */
 TM__INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t n_rows,
-                       const columns_x *xs, size_t n, float *y)
+                           const columns_x *xs, size_t n, float *y)
 {
     const uint8_t *p = w;
     const bool widen_once = xs->size == 2 && n_rows > 1;

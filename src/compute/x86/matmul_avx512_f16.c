@@ -43,7 +43,7 @@ HALVES_COLUMNS(widen_fn, f32x16)
  * The loops over the chains and the columns are unrolled so that the accumulators and the column
  * pointers stay in registers. */
 TM__INLINE void segment(widen_fn *widen, size_t size, const uint8_t *p, const columns_x *xs,
-                    size_t i, size_t end, dacc a[COLS])
+                        size_t i, size_t end, dacc a[COLS])
 {
     __m512 s[4][COLS];
     _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
@@ -68,7 +68,7 @@ TM__INLINE void segment(widen_fn *widen, size_t size, const uint8_t *p, const co
  * Several rows against x in 16 bits widen the columns' segment to float once, into seg, for all
  * of them (exact: the same products, the same bits; matmul_avx2_f16.c's dot_halves). */
 TM__INLINE void dot_plain(widen_fn *widen, size_t size, const void *w, size_t row_bytes,
-                      size_t n_rows, const columns_x *xs, size_t n, float *y)
+                          size_t n_rows, const columns_x *xs, size_t n, float *y)
 {
     const uint8_t *p = w;
     const bool widen_once = xs->size == 2 && n_rows > 1;
@@ -129,7 +129,7 @@ FLOAT_X(mm_bf16_avx512, bf16x16, 2)
 
 /* the loop for 16-bit weights (HALVES_KERNELS' dot) */
 TM__INLINE void dot_halves(widen_fn *widen, const void *w, size_t row_bytes, size_t n_rows,
-                       const columns_x *xs, size_t n, float *y)
+                           const columns_x *xs, size_t n, float *y)
 {
     dot_plain(widen, 2, w, row_bytes, n_rows, xs, n, y);
 }

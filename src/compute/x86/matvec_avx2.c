@@ -139,7 +139,7 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
 
 /* d sum(q x) into lane j % 4: q8_0, q4_0, q5_0, iq4_nl, mxfp4 (their d q exact) */
 #define DOT_32(name, block, codes, scale)                                                     \
-    TM__INLINE void name##_block(                          \
+    TM__INLINE void name##_block(                                                            \
         const uint8_t *b, const float *x, lanes4 *l, size_t j)                               \
     {                                                                                         \
         __m256i c[4];                                                                         \
@@ -152,7 +152,7 @@ static void q4_0_codes(const uint8_t *b, __m256i c[4])
 /* q4_1, q5_1: each weight d q + m formed by one multiply-add (d q is exact: ggml's rounding),
  * then one multiply-add by x, element 8k.. into lane k: eight per lane, flushed (two): ten */
 #define DOT_32_MIN(name, block, codes)                                                        \
-    TM__INLINE void name##_block(                          \
+    TM__INLINE void name##_block(                                                            \
         const uint8_t *b, const float *x, lanes4 *l, size_t j)                               \
     {                                                                                         \
         (void)j;                                                                              \

@@ -51,7 +51,7 @@ TM__INLINE __m512 widen_add(__m512h a0, __m512h a1, __m512h a2, __m512h a3, __m5
  * one's vectors masked to the row), vector q of each step into accumulator q: so no lane takes
  * more than CHAIN multiply-adds; then into f. */
 TM__INLINE void chains(const uint16_t *w, const uint16_t *const *h, unsigned cols, size_t i, size_t end,
-                   __m512 *f)
+                       __m512 *f)
 {
     __m512h a[4][TM__MM_COLS];
     _Pragma("GCC unroll 4") for (unsigned q = 0; q < 4; q++)
@@ -90,7 +90,7 @@ static inline double to_double(__m512 f)
 
 /* Row w (n halves) against the columns' halves h[c], the sums in double (before the scale) */
 TM__INLINE void dot_half(const uint16_t *w, const uint16_t *const *h, unsigned cols, size_t n,
-                     double *out)
+                         double *out)
 {
     _Pragma("GCC unroll 4") for (unsigned c = 0; c < cols; c++)
         out[c] = 0.0;

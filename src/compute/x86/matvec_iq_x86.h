@@ -29,14 +29,13 @@
  * delta +-1/8, i.e. d (2k + 1) (8g +- 1) / 8), exact in float as the decoders form them: so
  * the block is d f dx times an exact integer sum over its groups of (2k + 1) (codes . x), one
  * rounding in double. Each group of 32 is four 8-byte grid entries (iq3: eight 4-byte ones)
- * put into one register by scalar index arithmetic, broadcasts from memory and blends: against
- * one vpgather per group (and one for iq2_xxs/iq3_xxs's four sign rows) this took the AVX2 kernels
- * from 0.67-0.89 of ggml's speed to 0.93-1.13 on an AMD EPYC (Zen 4), whose gathers are slow,
- * W from DRAM (BENCHMARKS.md); the signs (iq2, iq3) go onto
- * x's codes as +-1 bytes (vpsignb), the magnitudes stay unsigned for maddubs (pairs at most
- * 2 * 62 * 127), and the group's scales come from a vector of the block's eight (or sixteen)
- * 2k + 1 formed once per block: S holds in word g of its low lane the scale of elements 0..15 of
- * group g, in word g of its high lane that of elements 16..31. */
+ * put into one register by scalar index arithmetic, broadcasts from memory and blends (one
+ * vpgather a group, and one for iq3_xxs's four sign rows, ran at 0.67-0.89 of ggml's speed on
+ * an AMD EPYC (Zen 4), whose gathers are slow, this at 0.93-1.13; W from DRAM, BENCHMARKS.md);
+ * the signs (iq2, iq3) go onto x's codes as +-1 bytes (vpsignb), the magnitudes stay unsigned
+ * for maddubs (pairs at most 2 * 62 * 127), and the group's scales come from a vector of the
+ * block's eight (or sixteen) 2k + 1 formed once per block: S holds in word g of its low lane the
+ * scale of elements 0..15 of group g, in word g of its high lane that of elements 16..31. */
 
 /* the four bytes at p in every 32-bit lane (a broadcast from memory, no port-5 shuffle) */
 static __m256i bcast32(const uint8_t *p) { return _mm256_set1_epi32((int)tm__rd32(p)); }
@@ -126,6 +125,12 @@ static const uint64_t ksign_pm[128] = { KSIGN_64(0), KSIGN_64(64) };
 #undef KSIGN_PM
 #undef KSIGN
 
+/* the four sign rows of a group from the 7-bit indices in bits 0..27 of its word a */
+static __m256i ksigns(uint32_t a)
+{
+    return entries4(ksign_pm, a & 127, a >> 7 & 127, a >> 14 & 127, a >> 21 & 127);
+}
+
 /* y = sum over blocks of dx d f isum, d the half whose bits are h_of(b), isum the block's exact
  * integer sum (of the int32 lanes block(b, x)): four blocks at a time, their four sums in one
  * vector (hadds), each times its exact dx d f in a double lane (one rounding for the product,
@@ -173,9 +178,8 @@ TM__INLINE __m256i iq2_xxs_block(const uint8_t *b, const tm__q8_Kx *x)
 #pragma GCC unroll 8
     for (unsigned g = 0; g < 8; g++) {
         const uint8_t *rec = b + 2 + 8 * g;
-        const uint32_t a4 = tm__rd32(rec + 4);
         isum = _mm256_add_epi32(isum, grid_group(entries4(tm__iq2xxs_grid, rec[0], rec[1], rec[2], rec[3]),
-                                                 entries4(ksign_pm, a4 & 127, a4 >> 7 & 127, a4 >> 14 & 127, a4 >> 21 & 127),
+                                                 ksigns(tm__rd32(rec + 4)),
                                                  x->qs + 32 * g, group_scales(s, g)));
     }
     return isum;
@@ -259,9 +263,8 @@ TM__INLINE __m256i iq3_xxs_block(const uint8_t *b, const tm__q8_Kx *x)
     __m256i isum = _mm256_setzero_si256();
 #pragma GCC unroll 8
     for (unsigned g = 0; g < 8; g++) {
-        const uint32_t a4 = tm__rd32(b + 66 + 4 * g);
         isum = _mm256_add_epi32(isum, grid_group(entries8(tm__iq3xxs_grid, b + 2 + 8 * g, 0),
-                                                 entries4(ksign_pm, a4 & 127, a4 >> 7 & 127, a4 >> 14 & 127, a4 >> 21 & 127),
+                                                 ksigns(tm__rd32(b + 66 + 4 * g)),
                                                  x->qs + 32 * g, group_scales(s, g)));
     }
     return isum;
