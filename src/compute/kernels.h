@@ -65,6 +65,7 @@ enum {
     TM__X86_AVX2 = 1u << 0,   /* AVX2 + FMA + F16C + BMI2, YMM state enabled by the OS */
     TM__X86_AVX512 = 1u << 1, /* AVX-512 F, BW, VL, DQ, VBMI, ZMM + opmask state enabled */
     TM__X86_AVX512FP16 = 1u << 2, /* and AVX512-FP16: f16 arithmetic (Sapphire Rapids on) */
+    TM__X86_AMD = 1u << 3,        /* an AMD CPU: not a path, a hint for prefetch.h */
 };
 #if defined(__x86_64__)
 unsigned tm__x86_features(void); /* the TM__X86_ bits this CPU and its OS both support */

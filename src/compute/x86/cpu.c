@@ -8,6 +8,7 @@
 
 #include <cpuid.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 /* cpuid leaf 1 ECX, leaf 7 EBX/ECX bits and XCR0 bits used below. */
 #define L1_ECX_FMA (1u << 12)
@@ -30,6 +31,14 @@ static uint64_t xgetbv0(void)
     uint32_t lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return (uint64_t)hi << 32 | lo;
+}
+
+/* cpuid leaf 0 names the vendor in EBX, EDX, ECX: "Auth" "enti" "cAMD" */
+static bool amd(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541u && d == 0x69746e65u &&
+           c == 0x444d4163u;
 }
 
 static unsigned detect(void)
@@ -56,6 +65,8 @@ static unsigned detect(void)
         f |= TM__X86_AVX512;
     if ((f & TM__X86_AVX512) && (d & L7_EDX_AVX512FP16))
         f |= TM__X86_AVX512FP16;
+    if (amd())
+        f |= TM__X86_AMD;
     return f;
 }
 

@@ -28,12 +28,14 @@ static __m256 f32x8(const uint8_t *p) { return _mm256_loadu_ps((const float *)(c
     {                                                                                         \
         const uint8_t *p = w;                                                                 \
         dacc a = acc_zero();                                                                   \
+        const bool hints = plain_row_hints(size);                                             \
         size_t i = 0;                                                                         \
         while (i + 8 <= n) {                                                                  \
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
             const size_t end = n - i < PLAIN_SEGMENT ? i + (n - i) / 32 * 32 : i + PLAIN_SEGMENT; \
             for (; i < end; i += 32) {                                                        \
-                prefetch_ahead(p + (size) * i, 32 * (size));                                  \
+                if (hints)                                                                    \
+                    prefetch_ahead(p + (size) * i, 32 * (size));                              \
                 a0 = _mm256_fmadd_ps(widen(p + (size) * i), _mm256_loadu_ps(x + i), a0);      \
                 a1 = _mm256_fmadd_ps(widen(p + (size) * (i + 8)), _mm256_loadu_ps(x + i + 8), a1); \
                 a2 = _mm256_fmadd_ps(widen(p + (size) * (i + 16)), _mm256_loadu_ps(x + i + 16), a2); \

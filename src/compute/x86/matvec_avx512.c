@@ -23,12 +23,14 @@
     {                                                                                         \
         const uint8_t *p = w;                                                                 \
         dacc a = acc_zero();                                                                  \
+        const bool hints = plain_row_hints(size);                                             \
         size_t i = 0;                                                                         \
         while (i + 64 <= n) {                                                                 \
             __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                       \
             const size_t end = n - i < PLAIN_SEGMENT ? i + (n - i) / 64 * 64 : i + PLAIN_SEGMENT; \
             for (; i < end; i += 64) {                                                        \
-                prefetch_ahead(p + (size) * i, 64 * (size));                                  \
+                if (hints)                                                                    \
+                    prefetch_ahead(p + (size) * i, 64 * (size));                              \
                 a0 = _mm512_fmadd_ps(widen(p + (size) * i, ALL), _mm512_loadu_ps(x + i), a0); \
                 a1 = _mm512_fmadd_ps(widen(p + (size) * (i + 16), ALL), _mm512_loadu_ps(x + i + 16), a1); \
                 a2 = _mm512_fmadd_ps(widen(p + (size) * (i + 32), ALL), _mm512_loadu_ps(x + i + 32), a2); \

@@ -9,7 +9,10 @@
 #ifndef TM_COMPUTE_X86_PREFETCH_H
 #define TM_COMPUTE_X86_PREFETCH_H
 
+#include "../kernels.h"
+
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +34,16 @@ static inline void prefetch_ahead(const uint8_t *b, size_t bytes)
     }
     for (size_t o = (64 - ((uintptr_t)ahead & 63)) & 63; o < bytes; o += 64)
         _mm_prefetch((const char *)(ahead + o), _MM_HINT_T0);
+}
+
+/* Whether a row of plain elem_size-byte floats (f32, f16, bf16) is worth hinting. On AMD's Zen 4
+ * an f32 row streamed from DRAM at 0.66-0.79 of ggml's rate with the hints and at 0.94 without
+ * them (the hardware prefetcher alone keeps up with a loop this light; its f16 and bf16 rows and
+ * every quantized type lose nothing to them, and a shorter or longer distance did not help:
+ * BENCHMARKS.md, 2026-12-03); on Intel's Xeons the f32 row needs them as the others do. */
+static inline bool plain_row_hints(size_t elem_size)
+{
+    return elem_size != 4 || !(tm__x86_features() & TM__X86_AMD);
 }
 
 #endif
