@@ -212,4 +212,11 @@ static inline __m256d block_fma_pd(__m256d acc, double s, __m256i isum)
     return _mm256_fmadd_pd(_mm256_set1_pd(s), _mm256_cvtepi32_pd(h), acc);
 }
 
+/* and its mins: acc - m (the four int32 lanes of mins . x's sums), m (dmin dx) exact in double,
+ * one double rounding a lane */
+static inline __m256d block_mins_fma_pd(__m256d acc, double m, __m128i pm)
+{
+    return _mm256_fmadd_pd(_mm256_set1_pd(-m), _mm256_cvtepi32_pd(pm), acc);
+}
+
 #endif /* TM_COMPUTE_X86_AVX2_COMMON_H */

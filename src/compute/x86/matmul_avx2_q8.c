@@ -242,7 +242,9 @@ static void row_q5_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n
 {
     const uint8_t *b = w;
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-    double acc[COLS] = { 0 };
+    __m256d acc[COLS];
+    for (int c = 0; c < COLS; c++)
+        acc[c] = _mm256_setzero_pd();
     for (size_t i = 0; i < n_blocks; i++, b += sizeof(tm__block_q5_K)) {
         __m256i scales, u[8];
         __m128i mins;
@@ -259,12 +261,12 @@ static void row_q5_K_q8_avx2(const void *w, const void *const xq[COLS], size_t n
         _Pragma("GCC unroll 8") for (int c = 0; c < COLS; c++)
         {
             const tm__q8_Kx *x = (const tm__q8_Kx *)xq[c] + i;
-            acc[c] += (double)x->d * (d * hsum_epi32(k4_groups_dot(u, scales, x)) -
-                                      dmin * hsum_epi32(_mm256_zextsi128_si256(mins_by_bsums(mins, x))));
+            acc[c] = block_fma_pd(acc[c], (double)x->d * d, k4_groups_dot(u, scales, x));
+            acc[c] = block_mins_fma_pd(acc[c], (double)x->d * dmin, mins_by_bsums(mins, x));
         }
     }
     for (int c = 0; c < COLS; c++)
-        y[c] = (float)acc[c];
+        y[c] = (float)hsum_pd(acc[c]);
 }
 
 /* q6_K: as matvec_avx2.c, codes unsigned (q + 32), the 32 sum(sc x) that adds removed with x's
