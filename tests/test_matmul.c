@@ -183,8 +183,8 @@ static const tm_type random_types[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16, 
 static const tm_type batched_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K, TM_TYPE_Q5_K,
                                          TM_TYPE_Q6_K, TM_TYPE_IQ4_XS, TM_TYPE_MXFP4, TM_TYPE_Q4_1,
                                          TM_TYPE_IQ4_NL, TM_TYPE_F16, TM_TYPE_BF16 };
-static const tm_type batched_avx512_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_0, TM_TYPE_Q4_K,
-                                                TM_TYPE_Q6_K, TM_TYPE_F16, TM_TYPE_BF16 };
+static const tm_type batched_avx512_types[] = { TM_TYPE_Q8_0, TM_TYPE_Q4_K, TM_TYPE_Q6_K,
+                                                TM_TYPE_F16, TM_TYPE_BF16 };
 static const tm_type batched_f32_types[] = { TM_TYPE_F16, TM_TYPE_BF16 };
 static const tm_type batched_f32_types_avx512[] = { TM_TYPE_F32, TM_TYPE_F16, TM_TYPE_BF16 };
 #define N_OF(a) (sizeof(a) / sizeof(a)[0])
@@ -296,8 +296,7 @@ Test(matmul, batched_kernels_against_scalar)
 }
 
 /* The same on AVX-512 (skipped where the CPU lacks it): its own batched kernels (8-bit q8_0,
- * q4_0, q4_K, q6_K; float32-x f32, f16, bf16) and AVX2's that it keeps (batched_registry
- * below) */
+ * q4_K, q6_K; float32-x f32, f16, bf16) and AVX2's that it keeps (batched_registry below) */
 Test(matmul, batched_avx512_kernels_against_scalar)
 {
     all_batched_against_scalar("avx512", batched_types, N_OF(batched_types),
@@ -305,7 +304,7 @@ Test(matmul, batched_avx512_kernels_against_scalar)
 }
 
 /* Rows of 1, 3, 5, 33 blocks of a 32-element type (the blocks left after AVX-512's pairs of
- * q8_0 and q4_0, after AVX2's fours of mxfp4), ragged n around the groups of 4: every column
+ * q8_0, after AVX2's fours of mxfp4), ragged n around the groups of 4: every column
  * tm_matvec's y bit for bit and within its bound. The golden and random rows are whole pairs
  * and fours. */
 static void odd_rows_on(const char *isa, tm_type type)
@@ -449,8 +448,8 @@ static unsigned batched_registry(unsigned mode, const tm_type *listed_types, siz
 
 Test(matmul, batched_kernels_only_beside_the_kernel_they_reproduce)
 {
-    /* AVX2's q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's 1-column
-     * kernel for them) and its own q8_0, q4_0, q4_K, q6_K, f16, bf16 */
+    /* AVX2's q4_0, q5_K, iq4_xs, mxfp4, q4_1, iq4_nl (docs/matvec.md: AVX-512 runs AVX2's
+     * 1-column kernel for them) and its own q8_0, q4_K, q6_K, f16, bf16 */
     cr_assert_eq(batched_registry(TM_MATVEC_Q8, batched_types, N_OF(batched_types),
                                   batched_avx512_types, N_OF(batched_avx512_types)),
                  11u);

@@ -37,7 +37,7 @@ static const struct {
                         " iq4_nl iq4_xs mxfp4 nvfp4 q1_0 q2_0 tq1_0 tq2_0"
                         " iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m ",
                         " f32 f16 bf16 q8_0 q4_0 q4_K q6_K ",
-                        " q8_0 q4_0 q4_K q6_K q1_0 tq1_0 tq2_0"
+                        " q8_0 q4_K q6_K q1_0 tq1_0 tq2_0"
                         " iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m f16 bf16 " } },
     { TM__ISA_AVX512FP16, { "", "", " f16 " } },
     { TM__ISA_NEON, { " f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K"

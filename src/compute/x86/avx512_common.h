@@ -1,6 +1,6 @@
 /* What the AVX-512 product kernels share: a half read from a block, unaligned loads, the
  * float-into-double accumulator, the f32/f16/bf16 widening with a mask, q6_K's codes, and
- * TM_MATVEC_Q8's per-block steps for q8_0, q4_0, q4_K and q6_K. The batched kernels
+ * TM_MATVEC_Q8's per-block steps for q8_0, q4_K and q6_K. The batched kernels
  * (matmul_avx512_*.c) must sum exactly as the 1-column kernels of matvec_avx512.c do
  * (tm_matmul's columns are tm_matvec's y bit for bit), so these are defined once, here.
  * Included only by files built with the AVX-512 flags of mk/sources.mk. */
@@ -102,27 +102,11 @@ static inline __m512i pairs_s(signed_codes c, __m512i x)
     return _mm512_maddubs_epi16(c.abs, _mm512_mask_sub_epi8(x, c.neg, _mm512_setzero_si512(), x));
 }
 
-/* q8_0 and q4_0 two blocks at a time (x as q8_0 blocks for both): *_pair_unpack gives the pair's
- * signed codes, block 0 in bytes 0..31 and block 1 in 32..63, each block's bytes in x's element
- * order; the multiply-add of one column is q8_0x_pair_fma's for either type. */
+/* q8_0 two blocks at a time: q8_0_pair_unpack gives the pair's signed codes, block 0 in bytes
+ * 0..31 and block 1 in 32..63; the multiply-add of one column is q8_0x_pair_fma's. */
 static inline signed_codes q8_0_pair_unpack(const uint8_t *b)
 {
     return with_signs(join(ld256(b + 2), ld256(b + sizeof(tm__block_q8_0) + 2)));
-}
-
-/* q4_0: element j of a block is qs[j]'s low nibble and element j + 16 its high one, less 8.
- * Both blocks' 16 code bytes are split at once: low nibbles (block 0, block 1) then high
- * nibbles (block 0, block 1) in the four 128-bit lanes, reordered to block 0's low, high,
- * block 1's low, high. */
-static inline signed_codes q4_0_pair_unpack(const uint8_t *b)
-{
-    const __m256i m4 = _mm256_set1_epi8(15);
-    const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(ld128(b + 2)),
-                                              ld128(b + sizeof(tm__block_q4_0) + 2), 1);
-    const __m512i split =
-        join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-    const __m512i c = _mm512_shuffle_i64x2(split, split, _MM_SHUFFLE(3, 1, 2, 0));
-    return with_signs(_mm512_sub_epi8(c, _mm512_set1_epi8(8)));
 }
 
 /* acc + (d dx) (codes . x) for each block of the pair (scales d0, d1), block 0's in lanes 0..7
@@ -150,14 +134,6 @@ static inline signed_codes256 with_signs256(__m256i c)
 static inline signed_codes256 q8_0_last_unpack(const uint8_t *b)
 {
     return with_signs256(ld256(b + 2));
-}
-
-static inline signed_codes256 q4_0_last_unpack(const uint8_t *b)
-{
-    const __m128i m4 = _mm_set1_epi8(15), q = ld128(b + 2);
-    const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
-                                              _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
-    return with_signs256(_mm256_sub_epi8(c, _mm256_set1_epi8(8)));
 }
 
 /* ... and its term (d dx) (codes . x), d its scale, added to the column's sum by the caller */

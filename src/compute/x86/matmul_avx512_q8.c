@@ -1,5 +1,5 @@
 /* AVX-512 TM_MATVEC_Q8 kernels for tm_matmul: one row of W against TM__MM_COLS columns of x at
- * once, for q8_0, q4_0, q4_K and q6_K (the 1-column kernels of matvec_avx512.c; AVX-512 runs
+ * once, for q8_0, q4_K and q6_K (the 1-column kernels of matvec_avx512.c; AVX-512 runs
  * AVX2's 1-column and batched kernels for the other 8-bit types). Built with their own -m
  * flags; only the table is exported.
  *
@@ -21,38 +21,34 @@
  * the stack */
 #define UNROLLED _Pragma("GCC unroll 8")
 
-/* as dot_q8_0_q8_avx512 and dot_q4_0_q8_avx512: pairs of blocks into one float vector per
- * column, its sum, then an odd last block's term */
-#define MM_PAIRS(name, block, pair_unpack, last_unpack)                                       \
-    static void name(const void *w, const void *const xq[COLS], size_t n_blocks,             \
-                     float y[COLS])                                                           \
-    {                                                                                         \
-        const uint8_t *b = w;                                                                 \
-        const tm__q8_0x *x[COLS];                                                             \
-        __m512 acc[COLS];                                                                     \
-        UNROLLED for (int c = 0; c < COLS; c++) {                                             \
-            x[c] = xq[c];                                                                     \
-            acc[c] = _mm512_setzero_ps();                                                     \
-        }                                                                                     \
-        size_t i = 0;                                                                         \
-        for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(block)) {                           \
-            const signed_codes q = pair_unpack(b);                                            \
-            const float d0 = half(b), d1 = half(b + sizeof(block));                           \
-            UNROLLED for (int c = 0; c < COLS; c++)                                           \
-                acc[c] = q8_0x_pair_fma(q, d0, d1, x[c] + i, acc[c]);                         \
-        }                                                                                     \
-        UNROLLED for (int c = 0; c < COLS; c++)                                               \
-            y[c] = _mm512_reduce_add_ps(acc[c]);                                              \
-        if (i < n_blocks) {                                                                   \
-            const signed_codes256 q = last_unpack(b);                                         \
-            const float d = half(b);                                                          \
-            UNROLLED for (int c = 0; c < COLS; c++)                                           \
-                y[c] += q8_0x_last_term(q, d, x[c] + i);                                      \
-        }                                                                                     \
+/* as dot_q8_0_q8_avx512: pairs of blocks into one float vector per column, its sum, then an
+ * odd last block's term */
+static void row_q8_0_q8_avx512(const void *w, const void *const xq[COLS], size_t n_blocks,
+                              float y[COLS])
+{
+    const uint8_t *b = w;
+    const tm__q8_0x *x[COLS];
+    __m512 acc[COLS];
+    UNROLLED for (int c = 0; c < COLS; c++) {
+        x[c] = xq[c];
+        acc[c] = _mm512_setzero_ps();
     }
-MM_PAIRS(row_q8_0_q8_avx512, tm__block_q8_0, q8_0_pair_unpack, q8_0_last_unpack)
-MM_PAIRS(row_q4_0_q8_avx512, tm__block_q4_0, q4_0_pair_unpack, q4_0_last_unpack)
-#undef MM_PAIRS
+    size_t i = 0;
+    for (; i + 2 <= n_blocks; i += 2, b += 2 * sizeof(tm__block_q8_0)) {
+        const signed_codes q = q8_0_pair_unpack(b);
+        const float d0 = half(b), d1 = half(b + sizeof(tm__block_q8_0));
+        UNROLLED for (int c = 0; c < COLS; c++)
+            acc[c] = q8_0x_pair_fma(q, d0, d1, x[c] + i, acc[c]);
+    }
+    UNROLLED for (int c = 0; c < COLS; c++)
+        y[c] = _mm512_reduce_add_ps(acc[c]);
+    if (i < n_blocks) {
+        const signed_codes256 q = q8_0_last_unpack(b);
+        const float d = half(b);
+        UNROLLED for (int c = 0; c < COLS; c++)
+            y[c] += q8_0x_last_term(q, d, x[c] + i);
+    }
+}
 
 /* as dot_q4_K_q8_avx512: the int32 lanes and the mins into two float vectors per column */
 static void row_q4_K_q8_avx512(const void *w, const void *const xq[COLS], size_t n_blocks,
@@ -95,7 +91,6 @@ static void row_q6_K_q8_avx512(const void *w, const void *const xq[COLS], size_t
 }
 
 /* the rows of a call one at a time */
-TM__MM_Q8_BY_ROW(mm_q4_0_q8_avx512, row_q4_0_q8_avx512)
 TM__MM_Q8_BY_ROW(mm_q4_K_q8_avx512, row_q4_K_q8_avx512)
 TM__MM_Q8_BY_ROW(mm_q6_K_q8_avx512, row_q6_K_q8_avx512)
 TM__MM_Q8_BY_ROW(mm_q8_0_q8_avx512, row_q8_0_q8_avx512)
@@ -103,7 +98,6 @@ TM__MM_Q8_BY_ROW(mm_q8_0_q8_avx512, row_q8_0_q8_avx512)
 const tm__kernels tm__kernels_matmul_avx512_q8 = {
     .mm_q8 = {
         [TM_TYPE_Q8_0] = mm_q8_0_q8_avx512,
-        [TM_TYPE_Q4_0] = mm_q4_0_q8_avx512,
         [TM_TYPE_Q4_K] = mm_q4_K_q8_avx512,
         [TM_TYPE_Q6_K] = mm_q6_K_q8_avx512,
     },
