@@ -40,7 +40,8 @@ static inline void prefetch_ahead(const uint8_t *b, size_t bytes)
  * an f32 row streamed from DRAM at 0.66-0.79 of ggml's rate with the hints and at 0.94 without
  * them (the hardware prefetcher alone keeps up with a loop this light; its f16 and bf16 rows and
  * every quantized type lose nothing to them, and a shorter or longer distance did not help:
- * BENCHMARKS.md, 2026-12-03); on Intel's Xeons the f32 row needs them as the others do. */
+ * BENCHMARKS.md, 2026-12-03). Measured on Zen 4 only, applied to every AMD CPU; Intel's Xeons
+ * keep the hints (their f16 rows needed them; their f32 rows without them were not measured). */
 static inline bool plain_row_hints(size_t elem_size)
 {
     return elem_size != 4 || !(tm__x86_features() & TM__X86_AMD);
